@@ -1,0 +1,48 @@
+"""Build the converter the CLI and the engine service use, from what is installed and configured.
+
+Order of preference: the fused pipeline (dictionary + model) > the dictionary lattice alone >
+the plain kana converter. Each layer is optional at import time so a missing piece degrades the
+engine instead of breaking it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from karukan_engine.conversion.types import Converter
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ConverterOptions:
+    use_model: bool = True          # False: dictionary (or plain kana) only, never load a model
+    model_id: str | None = None     # a models.toml id or a path to a GGUF; None = the default
+
+
+def build_converter(options: ConverterOptions = ConverterOptions()) -> Converter:
+    base = _dictionary_converter()
+    if base is None:
+        from karukan_engine.conversion.plain import PlainConverter
+
+        base = PlainConverter()
+    if not options.use_model:
+        return base
+    try:
+        from karukan_engine.conversion.fused import build_fused_converter
+    except ImportError:
+        return base
+    return build_fused_converter(base, options)
+
+
+def _dictionary_converter() -> Converter | None:
+    try:
+        from karukan_engine.lattice.converter import LatticeConverter
+    except ImportError:
+        return None
+    try:
+        return LatticeConverter.load_default()
+    except FileNotFoundError as exc:
+        log.warning("system dictionary unavailable (%s); using kana only", exc)
+        return None
