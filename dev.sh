@@ -11,7 +11,9 @@ PY=${PYTHON:-python3}
 
 # Debian packages: building llama.cpp, and the real daemons the end-to-end tests drive.
 APT_BUILD=(cmake g++ ninja-build)
-APT_TEST=()
+# ibus/fcitx5 daemons, python3-gi + typelibs (libibus cross-checks), and the fcitx5 addon build.
+APT_TEST=(dbus dbus-daemon dbus-bin ibus python3-gi gir1.2-ibus-1.0 gir1.2-glib-2.0 fcitx5 fcitx5-modules
+          libfcitx5core-dev libfcitx5utils-dev libfcitx5config-dev fcitx5-modules-dev pkg-config make)
 
 need_apt() {
     local missing=()

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from karukan_engine.conversion.types import Converter
+
+if TYPE_CHECKING:
+    from karukan_engine.conversion.settings import ConversionSettings
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +23,10 @@ log = logging.getLogger(__name__)
 class ConverterOptions:
     use_model: bool = True          # False: dictionary (or plain kana) only, never load a model
     model_id: str | None = None     # a models.toml id or a path to a GGUF; None = the default
+    # True (the engine service): answer from the dictionary while the model loads on a thread.
+    # False (one-shot CLI commands): wait for the model before the first conversion.
+    load_in_background: bool = False
+    conversion: "ConversionSettings | None" = None  # the config's [conversion] table; None = defaults
 
 
 def build_converter(options: ConverterOptions = ConverterOptions()) -> Converter:

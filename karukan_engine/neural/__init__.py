@@ -1,0 +1,40 @@
+"""Neural kana-kanji backend: jinen / zenz-format GGUF models run by llama.cpp.
+
+Importing this package is cheap and never imports llama.cpp; the submodules that need it
+(`model`, `greedy`, `beam`, `nll`, `runtime`) import it themselves.
+
+Public API (stable; used by the fusion layer):
+
+    from karukan_engine.neural.model import load_model, NeuralModel, Generation
+    from karukan_engine.neural.background import load_in_background
+    from karukan_engine.neural.registry import resolve_model, load_registry
+    from karukan_engine.neural.errors import NeuralError   # base of every error raised here
+
+    model = load_model(path_or_dir)            # a `<name>.gguf` file or a directory holding one
+                                               # (tokenizer.json beside it is used when present)
+    model.greedy(reading, context="", max_new=50) -> Generation
+        # persistent per-thread GreedySession: re-decodes only what follows the longest common
+        # prefix with that thread's previous prompt
+    model.beam(reading, context="", beam=5, max_new=50) -> list[Generation]   # best first
+        # shared-prompt beam search; beam clamped to 1..128; [] for empty reading / max_new 0
+    model.scorer() -> NllScorer  (or model.score / model.score_many, thread-local scorers)
+        scorer.score(reading, context, surface) -> float            # NLL per surface character
+        scorer.score_many(reading, context, surfaces) -> list[float]  # one prompt prefill
+    model.close()
+
+    Generation(text: str, token_ids: tuple[int, ...], logprob: float, finished: bool)
+        text: decoded surface (stop token removed, stripped);  token_ids: generated ids without
+        the stop token;  logprob: summed log-softmax of every generated token incl. the stop
+        token;  finished: True when the model emitted a stop token (EOS/EOG/U+EE00-EE0F).
+
+    handle = load_in_background(path_or_dir_or_model_id)
+        handle.ready() -> bool;  handle.wait(timeout=None) -> NeuralModel (raises its error);
+        handle.error -> NeuralError | None;  handle.model -> NeuralModel | None
+
+Readings may be hiragana or katakana; the prompt is
+U+EE02 + left context (last `max_context_chars`) + U+EE00 + reading in katakana + U+EE01, NFKC.
+Errors: ModelNotFoundError, ModelFormatError (not GGUF / corrupt), ModelLoadError,
+TokenizerError, PromptTooLongError, InferenceError, UnknownModelError, DownloadError — all
+subclasses of NeuralError. llama.cpp is never allowed to abort the process: every sequence id,
+batch size and context size is validated in Python first.
+"""

@@ -1,0 +1,113 @@
+"""Benchmark the dictionary lattice converter: load time, memory, conversion time by length.
+
+    python examples/lattice_bench.py [--repeats 3] [--json OUT]
+
+Readings of 5, 10, 20 and 40 kana are cut from Mozc's evaluation sentences. For each we time
+  live        best path only (what live conversion needs per key)
+  full        best path + 10-best whole-reading candidates + segments with their alternatives
+with the converter's cache cleared before every call. Load is measured in a fresh process:
+import + dictionary load + first conversion, and its peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+LENGTHS = (5, 10, 20, 40)
+PER_LENGTH = 20
+
+_LOAD_PROBE = """
+import json, resource, sys, time
+started = time.perf_counter()
+from karukan_engine.lattice.converter import LatticeConverter
+from karukan_engine.conversion.types import ConversionRequest
+converter = LatticeConverter.load_default()
+loaded = time.perf_counter()
+converter.live(ConversionRequest("きょうはいいてんきですね"))
+first = time.perf_counter()
+print(json.dumps({"load_s": loaded - started, "first_conversion_s": first - started,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def readings_by_length() -> dict[int, list[str]]:
+    from karukan_engine.evaluation.metrics import load_items
+    from karukan_engine.kana import is_hiragana
+
+    text = "".join(item.reading for item in load_items(REPO / "karukan_engine/data/eval/mozc_evaluation.tsv")
+                   if is_hiragana(item.reading))
+    out = {}
+    for length in LENGTHS:
+        step = max(1, (len(text) - length) // PER_LENGTH)
+        out[length] = [text[i:i + length] for i in range(0, step * PER_LENGTH, step)]
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as home:   # no learning history or user words
+        env = {"XDG_DATA_HOME": home, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+        probe = subprocess.run([sys.executable, "-c", _LOAD_PROBE], env=env, capture_output=True,
+                               text=True, check=True)
+        load = json.loads(probe.stdout)
+
+        import os
+        os.environ["XDG_DATA_HOME"] = home
+        from karukan_engine.conversion.types import ConversionRequest
+        from karukan_engine.lattice.converter import LatticeConverter
+
+        converter = LatticeConverter.load_default()
+        converter.live(ConversionRequest("あ"))   # warm caches (segmenter bits)
+        rows = []
+        for length, readings in readings_by_length().items():
+            live, full = [], []
+            for _ in range(args.repeats):
+                for reading in readings:
+                    request = ConversionRequest(reading)
+                    converter.clear_cache()
+                    t0 = time.perf_counter()
+                    converter.live(request)
+                    live.append(time.perf_counter() - t0)
+                    converter.clear_cache()
+                    t0 = time.perf_counter()
+                    converter.candidates(request, 10)
+                    converter.convert(request)
+                    full.append(time.perf_counter() - t0)
+            rows.append({"kana": length, "n": len(live),
+                         "live_median_ms": 1000 * statistics.median(live),
+                         "live_p95_ms": 1000 * percentile(live, 0.95),
+                         "full_median_ms": 1000 * statistics.median(full),
+                         "full_p95_ms": 1000 * percentile(full, 0.95)})
+
+    print(f"load: {load['load_s'] * 1000:.0f} ms to loaded, {load['first_conversion_s'] * 1000:.0f} ms "
+          f"to first conversion, peak RSS {load['peak_rss_mb']:.0f} MB")
+    print(f"{'kana':>5} {'n':>4} {'live med':>9} {'live p95':>9} {'full med':>9} {'full p95':>9}  (ms)")
+    for row in rows:
+        print(f"{row['kana']:>5} {row['n']:>4} {row['live_median_ms']:>9.2f} {row['live_p95_ms']:>9.2f} "
+              f"{row['full_median_ms']:>9.2f} {row['full_p95_ms']:>9.2f}")
+    if args.json:
+        args.json.write_text(json.dumps({"load": load, "conversion": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""Key round trip through the real desktop frameworks: IBus (engine in-process or forwarding to
+the engine service), fcitx5 (our C++ addon → engine service), and the engine service alone.
+
+Each path runs headless on a private bus (see ime_frontend.headless). A "handled" key is a letter
+typed into a composition (the engine answers with a new preedit; dictionary only, no model work);
+a "pass-through" key is one the engine declines (Left with nothing composed). Concurrent: 16
+applications typing at once, every key's latency pooled.
+
+    python examples/roundtrip_bench.py [--keys 400] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Awaitable, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ime_frontend.app_clients import FCITX_CAP_KEY_EVENT_ORDER_FIX, FCITX_CAPS, FcitxApp, IBusApp  # noqa: E402
+from ime_frontend.client import EngineClient  # noqa: E402
+from ime_frontend.headless import HeadlessDesktop  # noqa: E402
+from ime_frontend.ibus.component import component_xml  # noqa: E402
+from ime_frontend.install import install, python_command, user_layout  # noqa: E402
+
+LETTERS = "kaminoyamatoumibe"
+ESCAPE, LEFT = 0xFF1B, 0xFF51
+CONCURRENT = 16
+WARMUP = 20
+COMPOSE = 8   # letters per composition before Escape clears it (keeps the preedit short)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered) + 0.5)) - 1))]
+
+
+def summary(ms: list[float]) -> dict:
+    return {"n": len(ms), "p50_ms": round(statistics.median(ms), 3), "p95_ms": round(percentile(ms, 0.95), 3),
+            "max_ms": round(max(ms), 3)}
+
+
+Press = Callable[[int], Awaitable[bool]]
+
+
+async def time_keys(press: Press, keys: int, handled: bool) -> list[float]:
+    """Latency of `keys` presses; handled: letters into a composition, else declined keys."""
+    out: list[float] = []
+    typed = 0
+    for i in range(keys + WARMUP):
+        key = ord(LETTERS[i % len(LETTERS)]) if handled else LEFT
+        start = time.perf_counter()
+        result = await press(key)
+        elapsed = (time.perf_counter() - start) * 1000
+        if result != handled:
+            raise RuntimeError(f"key {key:#x} answered handled={result}, expected {handled}")
+        if i >= WARMUP:
+            out.append(elapsed)
+        typed += 1
+        if handled and typed % COMPOSE == 0:
+            await press(ESCAPE)
+    return out
+
+
+async def bench_app(make_app: Callable[[], Awaitable], keys: int) -> dict:
+    app = await make_app()
+    press = lambda k: app.key(k)  # noqa: E731
+    result = {"handled": summary(await time_keys(press, keys, True)),
+              "pass_through": summary(await time_keys(press, keys, False))}
+    app.disconnect()
+    apps = [await make_app() for _ in range(CONCURRENT)]
+    per_app = max(20, keys // 4)
+    runs = await asyncio.gather(*(time_keys(lambda k, a=a: a.key(k), per_app, True) for a in apps))
+    result[f"handled_{CONCURRENT}_clients"] = summary([ms for run in runs for ms in run])
+    for a in apps:
+        a.disconnect()
+    return result
+
+
+async def bench_service(address: str, keys: int) -> dict:
+    async def make():
+        client = await EngineClient.connect(address)
+        ctx = await client.create_context("bench")
+        await ctx.focus_in()
+        ctx.key = lambda k: _view_handled(ctx, k)
+        ctx.disconnect = client.disconnect
+        return ctx
+
+    return await bench_app(make, keys)
+
+
+async def _view_handled(ctx, keysym: int) -> bool:
+    return (await ctx.process_key(keysym, 0, False)).handled
+
+
+async def ibus_app(desktop: HeadlessDesktop) -> IBusApp:
+    app = await IBusApp.connect(desktop.ibus_address)
+    await app.set_engine("karukan")
+    for _ in range(600):
+        if await app.engine_name() == "karukan" and await app.tap(ord("a")):
+            await app.tap(ESCAPE)
+            return app
+        await asyncio.sleep(0.05)
+    raise RuntimeError("the IBus engine did not come up")
+
+
+async def fcitx_app(desktop: HeadlessDesktop) -> FcitxApp:
+    # Without KeyEventOrderFix fcitx5 answers "not handled" for declined keys instead of
+    # forwarding them back, so both kinds of key are one plain round trip.
+    app = await FcitxApp.connect(desktop.session_address, caps=FCITX_CAPS & ~FCITX_CAP_KEY_EVENT_ORDER_FIX)
+    await app.set_im("karukan")
+    return app
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keys", type=int, default=400, help="timed key presses per measurement")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    args = parser.parse_args()
+    results: dict = {
+        "keys": args.keys, "machine": {"cpus": os.cpu_count(), "load_1min": os.getloadavg()[0],
+                                       "python": platform.python_version()},
+        "note": "dictionary only (--no-model): no model work per key",
+    }
+    with HeadlessDesktop() as desktop:
+        desktop.start_session_bus()
+        old_env = dict(os.environ)
+        os.environ.update(desktop.env)
+        try:
+            install(user_layout(desktop.env), model=False)   # builds the fcitx5 addon into this HOME
+        finally:
+            os.environ.clear()
+            os.environ.update(old_env)
+        desktop.start_service(["--no-model"])
+        results["service_direct"] = asyncio.run(bench_service(desktop.session_address, args.keys))
+
+        desktop.start_fcitx5(["keyboard-us", "karukan"], ["dbus", "dbusfrontend", "keyboard", "karukan"])
+        results["fcitx5_addon_to_service"] = asyncio.run(bench_app(lambda: fcitx_app(desktop), args.keys))
+
+        with tempfile.TemporaryDirectory() as components:
+            for backend in ("inprocess", "service"):
+                comp_dir = Path(components) / backend
+                comp_dir.mkdir()
+                exec_line = " ".join(python_command("ime_frontend.ibus", "--ibus", "--no-model", "--backend", backend))
+                (comp_dir / "karukan.xml").write_text(component_xml(exec_line))
+                desktop.start_ibus([comp_dir])
+                results[f"ibus_engine_{backend}"] = asyncio.run(bench_app(lambda: ibus_app(desktop), args.keys))
+                ibus = next(p for n, p in desktop._procs if n == "ibus-daemon")
+                desktop.stop(ibus)
+    results["machine"]["load_1min_after"] = os.getloadavg()[0]
+    print_table(results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    return 0
+
+
+def print_table(results: dict) -> None:
+    print(f"{'path':34} {'measure':22} {'n':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+    for path, measures in results.items():
+        if not isinstance(measures, dict) or "handled" not in measures:
+            continue
+        for name, s in measures.items():
+            print(f"{path:34} {name:22} {s['n']:6d} {s['p50_ms']:8.3f} {s['p95_ms']:8.3f} {s['max_ms']:8.3f}")
+    m = results["machine"]
+    print(f"# {m['cpus']} CPUs, load {m['load_1min']:.2f} → {m['load_1min_after']:.2f}; {results['note']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

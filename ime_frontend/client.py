@@ -1,0 +1,119 @@
+"""A client of the engine service (org.karukan.Engine1) for Python frontends, doctor and tests.
+
+RemoteContext offers the same async operations as ContextHost, so a frontend can run its session
+in-process or forward to the service without knowing which.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from dbus_fast import BusType, Message, MessageType
+from dbus_fast.aio import MessageBus
+from dbus_fast.errors import DBusError
+
+from ime_frontend import wire
+from karukan_engine.session.view import View
+
+DEFAULT_TIMEOUT_S = 5.0
+
+
+class EngineClient:
+    def __init__(self, bus: MessageBus, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.bus = bus
+        self.timeout_s = timeout_s
+        self._contexts: dict[int, RemoteContext] = {}
+        bus.add_message_handler(self._on_message)
+
+    @classmethod
+    async def connect(cls, bus_address: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> "EngineClient":
+        bus = MessageBus(bus_address=bus_address) if bus_address else MessageBus(bus_type=BusType.SESSION)
+        await bus.connect()
+        return cls(bus, timeout_s)
+
+    async def call(self, member: str, signature: str = "", body: list | None = None) -> list:
+        """Call a method of the service; raise DBusError on an error reply."""
+        import asyncio
+
+        reply = await asyncio.wait_for(self.bus.call(Message(
+            destination=wire.BUS_NAME, path=wire.OBJECT_PATH, interface=wire.INTERFACE,
+            member=member, signature=signature, body=body or [],
+        )), self.timeout_s)
+        if reply.message_type == MessageType.ERROR:
+            raise DBusError(reply.error_name, reply.body[0] if reply.body else "")
+        return list(reply.body)
+
+    async def info(self) -> dict[str, str]:
+        return (await self.call("GetInfo"))[0]
+
+    async def create_context(self, client_name: str, on_update: Callable[[View], None] | None = None) -> "RemoteContext":
+        (ctx_id,) = await self.call("CreateContext", "s", [client_name])
+        ctx = RemoteContext(self, ctx_id, on_update)
+        self._contexts[ctx_id] = ctx
+        return ctx
+
+    def _on_message(self, msg: Message) -> bool:
+        if (msg.message_type == MessageType.SIGNAL and msg.interface == wire.INTERFACE
+                and msg.member == "ViewUpdated"):
+            ctx = self._contexts.get(msg.body[0])
+            if ctx is not None and ctx.on_update is not None:
+                ctx.on_update(wire.decode_view(msg.body[1]))
+            return True
+        return False
+
+    def disconnect(self) -> None:
+        self.bus.disconnect()
+
+
+class RemoteContext:
+    def __init__(self, client: EngineClient, ctx_id: int, on_update: Callable[[View], None] | None) -> None:
+        self.client = client
+        self.id = ctx_id
+        self.on_update = on_update
+
+    async def _view(self, member: str, signature: str = "u", *args: Any) -> View:
+        (fields,) = await self.client.call(member, signature, [self.id, *args])
+        return wire.decode_view(fields)
+
+    async def process_key(self, keysym: int, modifiers: int, release: bool, keycode: int = 0) -> View:
+        return await self._view("ProcessKey", "uuuub", keysym, keycode, modifiers, release)
+
+    async def focus_in(self) -> View:
+        return await self._view("FocusIn")
+
+    async def focus_out(self) -> View:
+        return await self._view("FocusOut")
+
+    async def reset(self) -> View:
+        return await self._view("Reset")
+
+    async def page_up(self) -> View:
+        return await self._view("PageUp")
+
+    async def page_down(self) -> View:
+        return await self._view("PageDown")
+
+    async def get_view(self) -> View:
+        return await self._view("GetView")
+
+    async def select_candidate(self, index: int) -> View:
+        return await self._view("SelectCandidate", "uu", index)
+
+    async def set_input_mode(self, mode: str) -> View:
+        return await self._view("SetInputMode", "us", mode)
+
+    async def set_enabled(self, on: bool) -> View:
+        return await self._view("SetEnabled", "ub", on)
+
+    async def set_surrounding_text(self, text: str, cursor: int, anchor: int | None) -> None:
+        await self.client.call("SetSurroundingText", "usuu", [self.id, text, cursor, cursor if anchor is None else anchor])
+
+    async def set_content_type(self, purpose: int, hints: int) -> None:
+        await self.client.call("SetContentType", "uuu", [self.id, purpose, hints])
+
+    async def close(self) -> None:
+        self.client._contexts.pop(self.id, None)
+        try:
+            await self.client.call("DestroyContext", "u", [self.id])
+        except (DBusError, OSError):
+            pass  # the service is gone or already dropped it

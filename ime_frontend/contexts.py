@@ -1,0 +1,136 @@
+"""Input contexts hosted by a process: one Session each, run off the asyncio event loop.
+
+Conversion may take milliseconds (dictionary) to tens of milliseconds (model), so every session
+call runs on a worker thread. Calls on one context run one at a time in arrival order (an
+asyncio.Lock is FIFO and the first await of each call is the lock), so no key is lost or reordered.
+All contexts share one converter; a single worker thread by default keeps it single-threaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+from karukan_engine.conversion.types import Converter
+from karukan_engine.session import Session
+from karukan_engine.session.view import View
+
+log = logging.getLogger(__name__)
+
+ViewListener = Callable[[View], None]
+
+# Method names a session may offer for pushing late views (model results after the key was answered).
+_LISTENER_SETTERS = ("set_view_listener", "set_update_listener", "on_view_update")
+
+
+class ContextHost:
+    """One input context: a Session plus ordering, off-loop execution and late-view delivery."""
+
+    def __init__(self, session: Session, executor: ThreadPoolExecutor, loop: asyncio.AbstractEventLoop,
+                 on_update: ViewListener | None = None) -> None:
+        self._session = session
+        self._executor = executor
+        self._loop = loop
+        self._lock = asyncio.Lock()
+        self._on_update = on_update
+        self.closed = False
+        _attach_listener(session, self.push_view)
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> View:
+        """Run fn(session, *args) on the worker; return the session's view afterwards."""
+        async with self._lock:
+            return await self._loop.run_in_executor(self._executor, _invoke, self._session, fn, args)
+
+    def push_view(self, view: View) -> None:
+        """Deliver a late view from any thread to the listener on the event loop."""
+        if self._on_update is None or self.closed:
+            return
+        self._loop.call_soon_threadsafe(self._deliver, view)
+
+    def _deliver(self, view: View) -> None:
+        if not self.closed and self._on_update is not None:
+            self._on_update(view)
+
+    # The operations every frontend needs, named as the session names them.
+    async def process_key(self, keysym: int, modifiers: int, release: bool) -> View:
+        return await self.call(lambda s: s.process_key(keysym, modifiers, release))
+
+    async def focus_in(self) -> View:
+        return await self.call(lambda s: s.focus_in())
+
+    async def focus_out(self) -> View:
+        return await self.call(lambda s: s.focus_out())
+
+    async def reset(self) -> View:
+        return await self.call(lambda s: s.reset())
+
+    async def set_surrounding_text(self, text: str, cursor: int, anchor: int | None) -> View:
+        return await self.call(lambda s: s.set_surrounding_text(text, cursor, anchor))
+
+    async def set_content_type(self, purpose: int, hints: int) -> View:
+        return await self.call(lambda s: s.set_content_type(purpose, hints))
+
+    async def select_candidate(self, index: int) -> View:
+        return await self.call(lambda s: s.select_candidate(index))
+
+    async def page_up(self) -> View:
+        return await self.call(lambda s: s.page_up())
+
+    async def page_down(self) -> View:
+        return await self.call(lambda s: s.page_down())
+
+    async def set_input_mode(self, mode: str) -> View:
+        return await self.call(lambda s: s.set_input_mode(mode))
+
+    async def set_enabled(self, on: bool) -> View:
+        return await self.call(lambda s: s.set_enabled(on))
+
+    async def get_view(self) -> View:
+        return await self.call(lambda s: None)
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def _invoke(session: Session, fn: Callable[..., Any], args: tuple) -> View:
+    result = fn(session, *args)
+    # Some session calls return None (surrounding text, content type): answer with the current view.
+    return result if isinstance(result, View) else session.view
+
+
+def _attach_listener(session: Session, listener: ViewListener) -> None:
+    for name in _LISTENER_SETTERS:
+        setter = getattr(session, name, None)
+        if callable(setter):
+            setter(listener)
+            return
+
+
+class EngineCore:
+    """The converter and worker threads shared by all contexts of one process."""
+
+    def __init__(self, converter: Converter, workers: int = 1) -> None:
+        self.converter = converter
+        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="karukan-session")
+
+    def new_context(self, loop: asyncio.AbstractEventLoop, on_update: ViewListener | None = None) -> ContextHost:
+        return ContextHost(Session(self.converter), self.executor, loop, on_update)
+
+    def close(self) -> None:
+        """Finish queued work, then let the converter save its learning data."""
+        self.executor.shutdown(wait=True)
+        for name in ("save", "close"):
+            fn = getattr(self.converter, name, None)
+            if callable(fn):
+                try:
+                    fn()
+                except Exception:  # shutting down: report, never crash on the way out
+                    log.exception("converter %s() failed during shutdown", name)
+
+
+def build_core(use_model: bool = True, model_id: str | None = None, workers: int = 1) -> EngineCore:
+    from karukan_engine.conversion.factory import ConverterOptions, build_converter
+
+    return EngineCore(build_converter(ConverterOptions(use_model=use_model, model_id=model_id)), workers)

@@ -1,0 +1,99 @@
+"""`karukan doctor`: what is installed, which input method framework runs, does the engine answer."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ime_frontend import wire
+from ime_frontend.ibus.address import ibus_address
+from ime_frontend.install import Layout, read_manifest, system_layout, user_layout
+
+DOCTOR_TIMEOUT_S = 3.0
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def installed_checks(layouts: list[Layout]) -> list[Check]:
+    checks = []
+    for layout in layouts:
+        files = [Path(p) for p in read_manifest(layout)]
+        present = [p for p in files if layout.staged(p).exists()]
+        if not files:
+            checks.append(Check(f"install ({layout.scope})", False, "not installed"))
+            continue
+        kinds = [k for k, pred in (
+            ("ibus component", lambda p: p.suffix == ".xml" and "ibus" in p.parts),
+            ("fcitx5 addon", lambda p: "fcitx5" in p.parts),
+            ("D-Bus activation", lambda p: "dbus-1" in p.parts),
+            ("systemd unit", lambda p: "systemd" in p.parts),
+        ) if any(pred(p) for p in present)]
+        missing = len(files) - len(present)
+        detail = ", ".join(kinds) + (f"; {missing} file(s) missing" if missing else "")
+        checks.append(Check(f"install ({layout.scope})", missing == 0, detail))
+    return checks
+
+
+async def bus_checks() -> list[Check]:
+    from dbus_fast import Message, MessageType
+    from dbus_fast.aio import MessageBus
+
+    checks = []
+    address = ibus_address()
+    checks.append(Check("ibus-daemon", address is not None, address and "running" or "not running"))
+    if not os.environ.get("DBUS_SESSION_BUS_ADDRESS") and not Path(
+            os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "bus").exists():
+        checks.append(Check("session bus", False, "no session bus (DBUS_SESSION_BUS_ADDRESS unset)"))
+        return checks
+    try:
+        bus = await asyncio.wait_for(MessageBus().connect(), DOCTOR_TIMEOUT_S)
+    except (OSError, asyncio.TimeoutError, ValueError) as exc:
+        checks.append(Check("session bus", False, f"cannot connect ({type(exc).__name__})"))
+        return checks
+
+    async def dbus(member: str, sig: str = "", body: list | None = None):
+        reply = await asyncio.wait_for(bus.call(Message(
+            destination="org.freedesktop.DBus", path="/org/freedesktop/DBus", interface="org.freedesktop.DBus",
+            member=member, signature=sig, body=body or [])), DOCTOR_TIMEOUT_S)
+        return reply.body[0]
+
+    try:
+        fcitx = await dbus("NameHasOwner", "s", ["org.fcitx.Fcitx5"])
+        checks.append(Check("fcitx5", fcitx, "running" if fcitx else "not running"))
+        owned = await dbus("NameHasOwner", "s", [wire.BUS_NAME])
+        activatable = wire.BUS_NAME in await dbus("ListActivatableNames")
+        if owned:
+            reply = await asyncio.wait_for(bus.call(Message(
+                destination=wire.BUS_NAME, path=wire.OBJECT_PATH, interface=wire.INTERFACE, member="GetInfo")),
+                DOCTOR_TIMEOUT_S)
+            if reply.message_type == MessageType.ERROR:
+                checks.append(Check("engine service", False, f"error {reply.error_name}"))
+            else:
+                info = reply.body[0]
+                checks.append(Check("engine service", True,
+                                    f"answers: version {info.get('version')}, converter {info.get('converter')}, "
+                                    f"{info.get('contexts')} context(s)"))
+        else:
+            checks.append(Check("engine service", activatable,
+                                "not running; starts on first use (D-Bus activatable)" if activatable
+                                else "not running and not D-Bus activatable (run `karukan install`)"))
+    except asyncio.TimeoutError:
+        checks.append(Check("engine service", False, f"no answer within {DOCTOR_TIMEOUT_S:.0f} s"))
+    finally:
+        bus.disconnect()
+    return checks
+
+
+def run_doctor() -> tuple[list[Check], bool]:
+    checks = installed_checks([user_layout(), system_layout()])
+    checks += asyncio.run(bus_checks())
+    installed = any(c.ok for c in checks if c.name.startswith("install"))
+    engine = next((c.ok for c in checks if c.name == "engine service"), False)
+    return checks, installed and engine

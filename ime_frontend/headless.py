@@ -1,0 +1,243 @@
+"""A private, headless desktop for end-to-end tests and benchmarks.
+
+Everything lives in one temporary directory: its own HOME and XDG dirs, its own session
+dbus-daemon, and (on request) a real ibus-daemon, a real fcitx5 and the Karukan engine service.
+Each daemon runs in its own process group, and close() ends exactly those groups, nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO
+
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 5.0
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+
+SESSION_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <keep_umask/>
+  <listen>unix:path={socket}</listen>
+  <auth>EXTERNAL</auth>
+  <servicedir>{services}</servicedir>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+
+class HeadlessError(RuntimeError):
+    """A daemon did not start."""
+
+
+def fcitx5_system_addon_dir() -> Path | None:
+    """Where this system's fcitx5 keeps its own addon libraries (next to libFcitx5Core)."""
+    out = subprocess.run(["pkg-config", "--variable=libdir", "Fcitx5Core"], capture_output=True, text=True)
+    if out.returncode == 0 and out.stdout.strip():
+        return Path(out.stdout.strip()) / "fcitx5"
+    return None
+
+
+class HeadlessDesktop:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root or tempfile.mkdtemp(prefix="karukan-desktop-"))
+        self._owns_root = root is None
+        self.home = self.root / "home"
+        self.env = self._base_env()
+        self._procs: list[tuple[str, subprocess.Popen]] = []
+        self.logs = self.root / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.session_address: str | None = None
+        self.ibus_address: str | None = None
+
+    def _base_env(self) -> dict[str, str]:
+        for sub in (".config", ".cache", ".local/share", "run"):
+            (self.home / sub).mkdir(parents=True, exist_ok=True)
+        (self.home / "run").chmod(0o700)
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("DISPLAY", "WAYLAND_DISPLAY", "IBUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS",
+                            "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR",
+                            "FCITX_ADDON_DIRS", "XDG_DATA_DIRS", "IBUS_COMPONENT_PATH")}
+        env.update(
+            HOME=str(self.home),
+            XDG_CONFIG_HOME=str(self.home / ".config"),
+            XDG_CACHE_HOME=str(self.home / ".cache"),
+            XDG_DATA_HOME=str(self.home / ".local/share"),
+            XDG_RUNTIME_DIR=str(self.home / "run"),
+            IBUS_ADDRESS_FILE=str(self.root / "ibus-address"),
+            PYTHONPATH=os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")])),
+            # Small thread pools: tests and benchmarks share a small machine.
+            OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"),
+        )
+        return env
+
+    # --- process management -------------------------------------------------------------------
+
+    def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None,
+              stdout_pipe: bool = False) -> subprocess.Popen:
+        log = open(self.logs / f"{name}.log", "ab")
+        proc = subprocess.Popen(
+            argv, env=env or self.env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if stdout_pipe else log, stderr=log,
+            start_new_session=True,  # its own process group: close() ends it and its children only
+        )
+        log.close()
+        self._procs.append((name, proc))
+        return proc
+
+    def stop(self, proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+        """End one process we started, and its process group."""
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(STOP_TIMEOUT_S)
+        else:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # children left behind by an exited leader
+            except (ProcessLookupError, PermissionError):
+                pass
+        if proc.stdout is not None:
+            proc.stdout.close()
+        self._procs = [(n, p) for n, p in self._procs if p is not proc]
+
+    def close(self) -> None:
+        for _name, proc in reversed(list(self._procs)):
+            self.stop(proc)
+        if self._owns_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> "HeadlessDesktop":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def log_tail(self, name: str, lines: int = 40) -> str:
+        try:
+            return "\n".join((self.logs / f"{name}.log").read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    # --- daemons ------------------------------------------------------------------------------
+
+    def start_session_bus(self) -> str:
+        # Our own config: the system's session service files would let a stray call D-Bus-activate
+        # a second fcitx5 or ibus-portal; only services installed into this HOME are activatable.
+        config = self.root / "session-bus.conf"
+        config.write_text(SESSION_BUS_CONFIG.format(
+            socket=self.root / "session_bus", services=self.home / ".local/share/dbus-1/services"))
+        proc = self.spawn("dbus-daemon", [
+            "dbus-daemon", f"--config-file={config}", "--nofork", "--nosyslog", "--print-address=1",
+        ], stdout_pipe=True)
+        line = _read_line(proc.stdout, "dbus-daemon")
+        self.session_address = line.strip()
+        self.env["DBUS_SESSION_BUS_ADDRESS"] = self.session_address
+        return self.session_address
+
+    def start_ibus(self, component_dirs: list[Path] = ()) -> str:
+        address_file = Path(self.env["IBUS_ADDRESS_FILE"])
+        for stale in (address_file, self.root / "ibus.sock"):   # from an earlier daemon
+            stale.unlink(missing_ok=True)
+        env = dict(self.env)
+        dirs = [str(d) for d in component_dirs] + ["/usr/share/ibus/component"]
+        env["IBUS_COMPONENT_PATH"] = ":".join(dirs)  # replaces the default list, so keep the system one
+        proc = self.spawn("ibus-daemon", [
+            "ibus-daemon", "--replace", "--single", "--panel=disable", "--emoji-extension=disable",
+            "--config=disable", "--cache=none", f"--address=unix:path={self.root / 'ibus.sock'}",
+        ], env=env)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise HeadlessError(f"ibus-daemon exited: {self.log_tail('ibus-daemon')}")
+            for line in _read_text(address_file).splitlines():
+                if line.startswith("IBUS_ADDRESS=") and Path(self.root / "ibus.sock").exists():
+                    self.ibus_address = line.split("=", 1)[1]
+                    self.env["IBUS_ADDRESS"] = self.ibus_address
+                    return self.ibus_address
+            time.sleep(0.02)
+        raise HeadlessError("ibus-daemon did not write its address")
+
+    def start_fcitx5(self, input_methods: list[str], addons: list[str], addon_prefix: Path | None = None,
+                     extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+        """fcitx5 with only the named addons, and a profile whose group holds input_methods."""
+        profile = self.home / ".config/fcitx5/profile"
+        profile.parent.mkdir(parents=True, exist_ok=True)
+        items = "".join(f"[Groups/0/Items/{i}]\nName={im}\nLayout=\n\n" for i, im in enumerate(input_methods))
+        profile.write_text(
+            "[Groups/0]\nName=Default\nDefault Layout=us\nDefaultIM=" + input_methods[-1] + "\n\n" + items
+            + "[GroupOrder]\n0=Default\n"
+        )
+        env = dict(self.env)
+        if addon_prefix is not None:
+            system_dir = fcitx5_system_addon_dir()
+            env["FCITX_ADDON_DIRS"] = ":".join(filter(None, [str(addon_prefix / "lib/fcitx5"), str(system_dir or "")]))
+            env["XDG_DATA_DIRS"] = ":".join([str(addon_prefix / "share"), "/usr/local/share", "/usr/share"])
+        env.update(extra_env or {})
+        proc = self.spawn("fcitx5", [
+            "fcitx5", "--disable=all", "--enable=" + ",".join(addons), "--verbose=*=3",
+        ], env=env)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise HeadlessError(f"fcitx5 exited: {self.log_tail('fcitx5')}")
+            check = subprocess.run(
+                ["dbus-send", "--session", "--print-reply", "--dest=org.fcitx.Fcitx5", "/controller",
+                 "org.fcitx.Fcitx.Controller1.CheckUpdate"], env=self.env, capture_output=True,
+            )
+            if check.returncode == 0:
+                return proc
+            time.sleep(0.05)
+        raise HeadlessError("fcitx5 did not answer on the session bus")
+
+    def start_service(self, extra_args: list[str] = ()) -> subprocess.Popen:
+        """The engine service on the private session bus (dictionary only unless asked)."""
+        proc = self.spawn("engine-service", [sys.executable, "-m", "ime_frontend.service", *extra_args],
+                          stdout_pipe=True)
+        line = _read_line(proc.stdout, "engine service", self.log_tail)
+        if line.strip() != "READY":
+            raise HeadlessError(f"engine service said {line!r}")
+        return proc
+
+
+def _read_line(stream: IO[bytes] | None, what: str, tail=None) -> str:
+    """One line from a child's stdout, or HeadlessError after START_TIMEOUT_S."""
+    import selectors
+
+    assert stream is not None
+    sel = selectors.DefaultSelector()
+    sel.register(stream, selectors.EVENT_READ)
+    try:
+        if not sel.select(START_TIMEOUT_S):
+            raise HeadlessError(f"{what} did not start within {START_TIMEOUT_S:.0f} s")
+        line = stream.readline().decode()
+    finally:
+        sel.close()
+    if not line:
+        raise HeadlessError(f"{what} exited at start")
+    return line
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""

@@ -1,0 +1,284 @@
+"""The Karukan IBus engine: the IBus engine D-Bus protocol spoken directly with dbus-fast.
+
+ibus-daemon starts this process from our component XML (`--ibus`), or it registers itself
+(RegisterComponent) when started by hand. The daemon asks the Factory for engines; each engine
+object forwards IBus calls to an input context (in-process ContextHost or the engine service's
+RemoteContext) and turns the resulting Views into IBus signals, sent before the call's reply so
+the client sees them when ProcessKeyEvent returns.
+
+No annotations import from __future__ here: dbus-fast reads the D-Bus signatures from them.
+"""
+
+import asyncio
+import logging
+from typing import Any, Awaitable, Callable, Protocol
+
+from dbus_fast import Message
+from dbus_fast.aio import MessageBus
+from dbus_fast.constants import PropertyAccess
+from dbus_fast.service import ServiceInterface, dbus_property, method
+
+from ime_frontend.ibus import gvariant as gv
+from ime_frontend.ibus.properties import PROP_PREFIX, mode_properties
+from ime_frontend.ibus.render import IBusRenderer, Signal
+from karukan_engine.session.view import View
+
+log = logging.getLogger(__name__)
+
+ENGINE_IFACE = "org.freedesktop.IBus.Engine"
+ENGINE_PATH_PREFIX = "/org/freedesktop/IBus/Engine/"
+FACTORY_PATH = "/org/freedesktop/IBus/Factory"
+
+RELEASE_MASK = 1 << 30
+# IBus/GTK input purposes whose keys must reach the application untouched and unlearned.
+PURPOSE_PASSWORD = 8
+PURPOSE_PIN = 9
+PASSWORD_PURPOSES = frozenset({PURPOSE_PASSWORD, PURPOSE_PIN})
+
+
+class InputContext(Protocol):
+    """What the engine needs from a context: ContextHost and RemoteContext both fit."""
+
+    async def process_key(self, keysym: int, modifiers: int, release: bool) -> View: ...
+    async def focus_in(self) -> View: ...
+    async def focus_out(self) -> View: ...
+    async def reset(self) -> View: ...
+    async def set_surrounding_text(self, text: str, cursor: int, anchor: int | None) -> Any: ...
+    async def set_content_type(self, purpose: int, hints: int) -> Any: ...
+    async def select_candidate(self, index: int) -> View: ...
+    async def page_up(self) -> View: ...
+    async def page_down(self) -> View: ...
+    async def set_input_mode(self, mode: str) -> View: ...
+    async def set_enabled(self, on: bool) -> View: ...
+    async def close(self) -> None: ...
+
+
+ContextFactory = Callable[[Callable[[View], None]], Awaitable[InputContext]]
+
+
+class KarukanEngine(ServiceInterface):
+    """One org.freedesktop.IBus.Engine object (one per input context the daemon opens)."""
+
+    def __init__(self, bus: MessageBus, path: str, context: InputContext,
+                 on_destroy: Callable[["KarukanEngine"], None]) -> None:
+        super().__init__(ENGINE_IFACE)   # never assign self.name: it is the interface name
+        self._bus = bus
+        self.path = path
+        self._context = context
+        self._on_destroy = on_destroy
+        self._renderer = IBusRenderer()
+        self._purpose = 0
+        self._hints = 0
+        self._mode: str | None = None
+        self._focused = False
+
+    # --- sending ------------------------------------------------------------------------------
+
+    def _send(self, signals: list[Signal]) -> None:
+        for member, signature, body in signals:
+            self._bus.send(Message.new_signal(self.path, ENGINE_IFACE, member, signature, body))
+
+    def show(self, view: View, commit: bool = True) -> None:
+        """Render a view: commit text, preedit, candidates, aux and the input-mode menu."""
+        self._send(self._renderer.render(view, commit))
+        if view.mode != self._mode:
+            self._update_mode(view.mode)
+
+    def _update_mode(self, mode: str) -> None:
+        # Re-registering the whole menu updates both the button label and the checked radio item.
+        self._send([("RegisterProperties", "v", [gv.prop_list(mode_properties(mode))])])
+        self._mode = mode
+
+    def late_view(self, view: View) -> None:
+        """A view that arrived after its key was answered (model result)."""
+        if self._focused and not self.password_field:
+            self.show(view)
+
+    @property
+    def password_field(self) -> bool:
+        return self._purpose in PASSWORD_PURPOSES
+
+    # --- org.freedesktop.IBus.Engine ---------------------------------------------------------
+
+    @method()
+    async def ProcessKeyEvent(self, keyval: "u", keycode: "u", state: "u") -> "b":
+        if self.password_field:
+            return False
+        view = await self._context.process_key(keyval, state & ~RELEASE_MASK, bool(state & RELEASE_MASK))
+        self.show(view)
+        return bool(view.handled)
+
+    @method()
+    async def FocusIn(self):
+        await self._focus_in()
+
+    @method()
+    async def FocusInId(self, object_path: "s", client: "s"):
+        await self._focus_in()
+
+    @method()
+    async def FocusOut(self):
+        await self._focus_out()
+
+    @method()
+    async def FocusOutId(self, object_path: "s"):
+        await self._focus_out()
+
+    async def _focus_in(self) -> None:
+        self._focused = True
+        self.show(await self._context.focus_in())
+
+    async def _focus_out(self) -> None:
+        self._focused = False
+        # ibus-daemon already committed the visible preedit (PREEDIT_COMMIT mode): drop the
+        # session's own focus-out commit and just clear what the client shows.
+        await self._context.focus_out()
+        self._send(self._renderer.clear())
+
+    @method()
+    async def Reset(self):
+        self.show(await self._context.reset(), commit=False)
+
+    @method()
+    async def Enable(self):
+        self.show(await self._context.set_enabled(True))
+
+    @method()
+    async def Disable(self):
+        view = await self._context.set_enabled(False)
+        self.show(view)
+        self._send(self._renderer.clear())
+
+    @method()
+    async def PageUp(self):
+        self.show(await self._context.page_up())
+
+    @method()
+    async def PageDown(self):
+        self.show(await self._context.page_down())
+
+    @method()
+    def CursorUp(self):
+        pass   # candidate cursor moves come as arrow keys through ProcessKeyEvent
+
+    @method()
+    def CursorDown(self):
+        pass
+
+    @method()
+    async def CandidateClicked(self, index: "u", button: "u", state: "u"):
+        self.show(await self._context.select_candidate(index))
+
+    @method()
+    async def SetSurroundingText(self, text: "v", cursor_pos: "u", anchor_pos: "u"):
+        value, _attrs = gv.decode_text(text.value)
+        cursor = min(cursor_pos, len(value))
+        await self._context.set_surrounding_text(value, cursor, min(anchor_pos, len(value)))
+
+    @method()
+    def SetCapabilities(self, caps: "u"):
+        pass
+
+    @method()
+    def SetCursorLocation(self, x: "i", y: "i", w: "i", h: "i"):
+        pass
+
+    @method()
+    def ProcessHandWritingEvent(self, coordinates: "ad"):
+        pass
+
+    @method()
+    def CancelHandWriting(self, n_strokes: "u"):
+        pass
+
+    @method()
+    async def PropertyActivate(self, name: "s", state: "u"):
+        if name.startswith(PROP_PREFIX) and state == gv.PropState.CHECKED:
+            self.show(await self._context.set_input_mode(name[len(PROP_PREFIX):]))
+
+    @method()
+    def PropertyShow(self, name: "s"):
+        pass
+
+    @method()
+    def PropertyHide(self, name: "s"):
+        pass
+
+    @method()
+    def PanelExtensionReceived(self, event: "v"):
+        pass
+
+    @method()
+    def PanelExtensionRegisterKeys(self, data: "v"):
+        pass
+
+    @dbus_property(access=PropertyAccess.WRITE)
+    def ContentType(self) -> "(uu)":
+        return [self._purpose, self._hints]
+
+    @ContentType.setter
+    def ContentType(self, value: "(uu)"):
+        self._purpose, self._hints = value
+        task = asyncio.ensure_future(self._context.set_content_type(self._purpose, self._hints))
+        task.add_done_callback(_log_failure)
+        if self.password_field:
+            self._send(self._renderer.clear())
+
+    @dbus_property(access=PropertyAccess.READ)
+    def FocusId(self) -> "b":
+        return True
+
+    async def destroy(self) -> None:
+        await self._context.close()
+        self._on_destroy(self)
+
+
+class EngineObjectService(ServiceInterface):
+    """org.freedesktop.IBus.Service on each engine path: the daemon calls Destroy when done."""
+
+    def __init__(self, engine: KarukanEngine) -> None:
+        super().__init__("org.freedesktop.IBus.Service")
+        self._engine = engine
+
+    @method()
+    async def Destroy(self):
+        await self._engine.destroy()
+
+
+class Factory(ServiceInterface):
+    """org.freedesktop.IBus.Factory: CreateEngine hands the daemon a new engine object path."""
+
+    def __init__(self, bus: MessageBus, make_context: ContextFactory, engine_names: set[str]) -> None:
+        super().__init__("org.freedesktop.IBus.Factory")
+        self._bus = bus
+        self._make_context = make_context
+        self._engine_names = engine_names
+        self._next = 1
+        self.engines: dict[str, KarukanEngine] = {}
+
+    @method()
+    async def CreateEngine(self, engine_name: "s") -> "o":
+        if engine_name not in self._engine_names:
+            from dbus_fast.errors import DBusError
+
+            raise DBusError("org.freedesktop.DBus.Error.InvalidArgs", "unknown engine")
+        path = f"{ENGINE_PATH_PREFIX}{self._next}"
+        self._next += 1
+        holder: list[KarukanEngine] = []
+        context = await self._make_context(lambda view: holder[0].late_view(view) if holder else None)
+        engine = KarukanEngine(self._bus, path, context, self._forget)
+        holder.append(engine)
+        self._bus.export(path, engine)
+        self._bus.export(path, EngineObjectService(engine))
+        self.engines[path] = engine
+        log.debug("engine %s created", path)
+        return path
+
+    def _forget(self, engine: KarukanEngine) -> None:
+        self.engines.pop(engine.path, None)
+        self._bus.unexport(engine.path)
+
+
+def _log_failure(task: "asyncio.Future[Any]") -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("content type update failed: %s", type(task.exception()).__name__)

@@ -1,0 +1,136 @@
+"""Run the Karukan IBus engine process (`python -m ime_frontend.ibus`).
+
+--ibus: started by ibus-daemon from our component XML: own the component name.
+otherwise: register the component ourselves (RegisterComponent), for running by hand.
+
+--backend inprocess (default) runs the sessions in this process; --backend service forwards every
+context to the engine service on the session bus. Measured in examples/roundtrip_bench.py: the
+in-process engine saves the second D-Bus hop (see docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from dbus_fast import Message, MessageType
+from dbus_fast.aio import MessageBus
+
+from ime_frontend.ibus.address import ibus_address
+from ime_frontend.ibus.component import COMPONENT_NAME, ENGINE_NAME, component_desc
+from ime_frontend.ibus.engine import FACTORY_PATH, ContextFactory, Factory
+from ime_frontend.ibus import gvariant as gv
+
+log = logging.getLogger(__name__)
+
+ADDRESS_WAIT_S = 10.0
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="karukan-ibus", description="Karukan IBus engine")
+    parser.add_argument("--ibus", action="store_true", help="started by ibus-daemon (component mode)")
+    parser.add_argument("--backend", choices=("inprocess", "service"), default="inprocess")
+    parser.add_argument("--no-model", action="store_true", help="dictionary only, never load a model")
+    parser.add_argument("--address", default=None, help="IBus bus address (default: found like libibus)")
+    parser.add_argument("--verbose", action="store_true")
+    return parser.parse_args(argv)
+
+
+async def _wait_for_address(explicit: str | None) -> str:
+    deadline = asyncio.get_running_loop().time() + ADDRESS_WAIT_S
+    while True:
+        address = explicit or ibus_address()
+        if address:
+            return address
+        if asyncio.get_running_loop().time() > deadline:
+            raise RuntimeError("no IBus daemon found (IBUS_ADDRESS / address file)")
+        await asyncio.sleep(0.1)
+
+
+def _context_factory(args: argparse.Namespace, loop: asyncio.AbstractEventLoop) -> tuple[ContextFactory, list]:
+    """How engines get their input contexts, and the resources to close at exit."""
+    closers: list = []
+    if args.backend == "service":
+        from ime_frontend.client import EngineClient
+        from ime_frontend.resilient import ResilientContext
+
+        client_future = asyncio.ensure_future(EngineClient.connect())
+
+        async def remote(on_update):
+            client = await client_future
+            if not closers:
+                closers.append(_closer(client.disconnect))
+            return await ResilientContext.open(client, "ibus", on_update)
+
+        return remote, closers
+
+    from ime_frontend.contexts import build_core
+
+    # Build the converter in the background: the daemon may ask for an engine right away.
+    core_future = loop.run_in_executor(None, build_core, not args.no_model)
+
+    async def local(on_update):
+        core = await core_future
+        if not closers:
+            closers.append(_closer(lambda: loop.run_in_executor(None, core.close)))
+        return core.new_context(loop, on_update)
+
+    return local, closers
+
+
+def _closer(fn):
+    """An async closer for fn, awaiting its result when it returns one (an executor future)."""
+
+    async def close() -> None:
+        result = fn()
+        if asyncio.isfuture(result):
+            await result
+
+    return close
+
+
+async def run(args: argparse.Namespace) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    address = await _wait_for_address(args.address)
+    bus = await MessageBus(bus_address=address).connect()
+    make_context, closers = _context_factory(args, loop)
+    bus.export(FACTORY_PATH, Factory(bus, make_context, {ENGINE_NAME}))
+    if args.ibus:
+        await bus.request_name(COMPONENT_NAME)
+    else:
+        exec_line = " ".join([sys.executable, "-m", "ime_frontend.ibus", "--ibus"])
+        reply = await bus.call(Message(
+            destination="org.freedesktop.IBus", path="/org/freedesktop/IBus",
+            interface="org.freedesktop.IBus", member="RegisterComponent", signature="v",
+            body=[gv.component(component_desc(exec_line))],
+        ))
+        if reply.message_type == MessageType.ERROR:
+            raise RuntimeError(f"RegisterComponent failed: {reply.error_name}")
+    print("READY", flush=True)
+    lost = asyncio.ensure_future(bus.wait_for_disconnect())
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({lost, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    lost.cancel()
+    stopped.cancel()
+    if bus.connected:
+        bus.disconnect()
+    for close in closers:
+        await close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="karukan-ibus: %(levelname)s %(name)s: %(message)s")
+    try:
+        return asyncio.run(run(args))
+    except (RuntimeError, OSError) as exc:
+        print(f"karukan-ibus: error: {exc}", file=sys.stderr)
+        return 1

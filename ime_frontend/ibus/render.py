@@ -1,0 +1,91 @@
+"""Turn engine Views into IBus engine signals, sending only what changed.
+
+Preedit text is shown with PREEDIT_COMMIT mode so that ibus-daemon itself commits what the user
+sees when focus leaves mid-composition (the engine then drops the session's focus-out commit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ime_frontend.ibus import gvariant as gv
+from karukan_engine.session.view import PreeditStyle, View
+
+PREEDIT_CLEAR = 0
+PREEDIT_COMMIT = 1
+
+# The focused segment in conversion: light text on a blue background, as most IBus engines do.
+HIGHLIGHT_FOREGROUND = 0xFFFFFF
+HIGHLIGHT_BACKGROUND = 0x3465A4
+
+Signal = tuple[str, str, list[Any]]   # (member, signature, body)
+
+
+def preedit_attributes(view: View) -> list[gv.Attribute]:
+    attrs: list[gv.Attribute] = []
+    start = 0
+    for span in view.preedit:
+        end = start + len(span.text)
+        if end > start:
+            attrs.append(gv.Attribute(gv.AttrType.UNDERLINE, gv.Underline.SINGLE, start, end))
+            if span.style is PreeditStyle.HIGHLIGHT:
+                attrs.append(gv.Attribute(gv.AttrType.FOREGROUND, HIGHLIGHT_FOREGROUND, start, end))
+                attrs.append(gv.Attribute(gv.AttrType.BACKGROUND, HIGHLIGHT_BACKGROUND, start, end))
+        start = end
+    return attrs
+
+
+@dataclass
+class IBusRenderer:
+    """Remembers what the client shows so each View sends only the signals that change it."""
+
+    _preedit: tuple | None = None
+    _table: tuple | None = None
+    _aux: str | None = None
+
+    def render(self, view: View, commit: bool = True) -> list[Signal]:
+        signals: list[Signal] = []
+        if commit and view.commit:
+            signals.append(("CommitText", "v", [gv.text(view.commit)]))
+        self._render_preedit(view, signals)
+        self._render_table(view, signals)
+        if view.aux != (self._aux or ""):
+            signals.append(("UpdateAuxiliaryText", "vb", [gv.text(view.aux), bool(view.aux)]))
+        self._aux = view.aux
+        return signals
+
+    def clear(self) -> list[Signal]:
+        """Signals that leave the client with no preedit, candidates or aux text."""
+        return self.render(View(handled=False), commit=False)
+
+    def _render_preedit(self, view: View, signals: list[Signal]) -> None:
+        text = view.preedit_text
+        caret = min(max(0, view.caret), len(text))
+        attrs = tuple(preedit_attributes(view))
+        state = (text, caret, attrs)
+        if state == (self._preedit or ("", 0, ())):
+            return
+        signals.append(("UpdatePreeditText", "vubu", [gv.text(text, attrs), caret, bool(text), PREEDIT_COMMIT]))
+        self._preedit = state
+
+    def _render_table(self, view: View, signals: list[Signal]) -> None:
+        page = view.candidates
+        if page is None or not page.items:
+            if self._table is not None:
+                signals.append(("UpdateLookupTable", "vb", [gv.lookup_table([]), False]))
+            self._table = None
+            return
+        state = (tuple((i.label, i.text, i.annotation) for i in page.items), page.cursor)
+        if state == self._table:
+            return
+        candidates = [f"{i.text} {i.annotation}" if i.annotation else i.text for i in page.items]
+        table = gv.lookup_table(
+            candidates,
+            labels=[i.label for i in page.items],
+            cursor=page.cursor if page.cursor is not None else 0,
+            cursor_visible=page.cursor is not None,
+            page_size=len(page.items),
+        )
+        signals.append(("UpdateLookupTable", "vb", [table, True]))
+        self._table = state

@@ -1,0 +1,241 @@
+"""`karukan install` / `uninstall`: put the engine where IBus, fcitx5, D-Bus and systemd find it.
+
+--user installs under the XDG dirs of the current user; --system under /usr (or a staging --root).
+Every file written is listed in a manifest, so uninstall removes exactly what install put there.
+The fcitx5 addon is built with CMake when the fcitx5 development files are present; without them
+the rest is installed and the reason is printed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ime_frontend import wire
+from ime_frontend.ibus.component import component_xml
+
+SYSTEMD_UNIT = "karukan-engine.service"
+DBUS_SERVICE_FILE = f"{wire.BUS_NAME}.service"
+COMPONENT_FILE = "karukan.xml"
+IBUS_ENV_FILE = "60-karukan-ibus.conf"
+FCITX5_SOURCE = Path(__file__).resolve().parent / "fcitx5"
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+SYSTEM_IBUS_COMPONENTS = "/usr/share/ibus/component"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each piece goes for one scope."""
+
+    scope: str                  # "user" or "system"
+    root: Path                  # staging root for --system (DESTDIR); "/" when installing for real
+    ibus_component_dir: Path
+    dbus_services_dir: Path
+    systemd_user_dir: Path
+    fcitx5_prefix: Path         # CMAKE_INSTALL_PREFIX
+    fcitx5_data_dir: Path       # CMAKE_INSTALL_DATADIR (absolute)
+    fcitx5_addon_dir: Path      # where libkarukan.so goes
+    manifest: Path
+    environment_dir: Path | None  # systemd environment.d (user scope: IBUS_COMPONENT_PATH)
+
+    def staged(self, path: Path) -> Path:
+        """The real file for an installed path (under --root when staging)."""
+        return self.root / path.relative_to("/") if self.root != Path("/") else path
+
+
+def user_layout(env: dict[str, str] | None = None) -> Layout:
+    env = dict(os.environ if env is None else env)
+    home = Path(env.get("HOME") or Path.home())
+    data = Path(env.get("XDG_DATA_HOME") or home / ".local/share")
+    config = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
+    return Layout(
+        scope="user", root=Path("/"),
+        ibus_component_dir=data / "ibus/component",
+        dbus_services_dir=data / "dbus-1/services",
+        systemd_user_dir=config / "systemd/user",
+        fcitx5_prefix=home / ".local",
+        fcitx5_data_dir=data,
+        fcitx5_addon_dir=home / ".local/lib/fcitx5",
+        manifest=data / "karukan/installed-files",
+        environment_dir=config / "environment.d",
+    )
+
+
+def system_layout(root: Path = Path("/")) -> Layout:
+    libdir = _system_libdir()
+    return Layout(
+        scope="system", root=root,
+        ibus_component_dir=Path(SYSTEM_IBUS_COMPONENTS),
+        dbus_services_dir=Path("/usr/share/dbus-1/services"),
+        systemd_user_dir=Path("/usr/lib/systemd/user"),
+        fcitx5_prefix=Path("/usr"),
+        fcitx5_data_dir=Path("/usr/share"),
+        fcitx5_addon_dir=libdir / "fcitx5",
+        manifest=Path("/usr/share/karukan/installed-files"),
+        environment_dir=None,
+    )
+
+
+def _system_libdir() -> Path:
+    out = subprocess.run(["pkg-config", "--variable=libdir", "Fcitx5Core"], capture_output=True, text=True) \
+        if shutil.which("pkg-config") else None
+    if out is not None and out.returncode == 0 and out.stdout.strip():
+        return Path(out.stdout.strip())
+    return Path("/usr/lib")
+
+
+# --- commands the installed files run --------------------------------------------------------
+
+def python_command(module: str, *args: str) -> list[str]:
+    """argv that runs `python -m module args` with this interpreter, finding this package."""
+    argv = [sys.executable, "-m", module, *args]
+    if _importable_without_path():
+        return argv
+    env = shutil.which("env") or "/usr/bin/env"
+    return [env, f"PYTHONPATH={PACKAGE_ROOT}", *argv]
+
+
+def _importable_without_path() -> bool:
+    probe = "import ime_frontend, os; print(os.path.dirname(os.path.dirname(os.path.abspath(ime_frontend.__file__))))"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd="/", env=env)
+    return out.returncode == 0 and Path(out.stdout.strip()) == PACKAGE_ROOT
+
+
+def dbus_service_text(command: list[str]) -> str:
+    return (f"[D-BUS Service]\nName={wire.BUS_NAME}\nExec={' '.join(command)}\n"
+            f"SystemdService={SYSTEMD_UNIT}\n")
+
+
+def systemd_unit_text(command: list[str]) -> str:
+    return (
+        "[Unit]\nDescription=Karukan Japanese input method engine\nPartOf=graphical-session.target\n\n"
+        f"[Service]\nType=dbus\nBusName={wire.BUS_NAME}\nExecStart={' '.join(command)}\n"
+        "Restart=on-failure\n# SIGTERM: the engine saves learning data before it exits.\nTimeoutStopSec=10\n\n"
+        "[Install]\nWantedBy=graphical-session.target\n"
+    )
+
+
+def ibus_environment_text(component_dir: Path) -> str:
+    # IBus reads components from IBUS_COMPONENT_PATH only (which replaces its system directory),
+    # so a per-user component needs both directories listed for ibus-daemon.
+    return f"IBUS_COMPONENT_PATH={component_dir}:{SYSTEM_IBUS_COMPONENTS}\n"
+
+
+# --- install / uninstall ---------------------------------------------------------------------
+
+@dataclass
+class Report:
+    installed: list[Path]
+    notes: list[str]
+
+
+def install(layout: Layout, ibus: bool = True, fcitx5: bool = True, model: bool = True) -> Report:
+    report = Report([], [])
+    service_args = () if model else ("--no-model",)
+    service_cmd = python_command("ime_frontend.service", *service_args)
+    _write(layout, layout.dbus_services_dir / DBUS_SERVICE_FILE, dbus_service_text(service_cmd), report)
+    _write(layout, layout.systemd_user_dir / SYSTEMD_UNIT, systemd_unit_text(service_cmd), report)
+    if ibus:
+        icon = layout.fcitx5_data_dir / "icons/hicolor/scalable/apps/fcitx-karukan.svg"
+        engine_cmd = python_command("ime_frontend.ibus", "--ibus", *service_args)
+        _write(layout, layout.ibus_component_dir / COMPONENT_FILE, component_xml(" ".join(engine_cmd), str(icon)), report)
+        if layout.environment_dir is not None:
+            _write(layout, layout.environment_dir / IBUS_ENV_FILE, ibus_environment_text(layout.ibus_component_dir), report)
+            report.notes.append("IBus: log out and in (or restart ibus-daemon with IBUS_COMPONENT_PATH set) "
+                                "so it reads the per-user component")
+    if fcitx5:
+        _install_fcitx5(layout, report)
+    manifest = layout.staged(layout.manifest)
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    previous = set(read_manifest(layout))
+    manifest.write_text("".join(f"{p}\n" for p in sorted(previous | {str(p) for p in report.installed})))
+    return report
+
+
+def uninstall(layout: Layout) -> list[Path]:
+    removed = []
+    for name in read_manifest(layout):
+        path = layout.staged(Path(name))
+        if path.is_file() or path.is_symlink():
+            path.unlink()
+            removed.append(Path(name))
+    manifest = layout.staged(layout.manifest)
+    if manifest.exists():
+        manifest.unlink()
+        _remove_empty_parents(manifest.parent)
+    return removed
+
+
+def read_manifest(layout: Layout) -> list[str]:
+    try:
+        return [line for line in layout.staged(layout.manifest).read_text().splitlines() if line.strip()]
+    except OSError:
+        return []
+
+
+def _write(layout: Layout, path: Path, text: str, report: Report) -> None:
+    target = layout.staged(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+    report.installed.append(path)
+
+
+def _remove_empty_parents(directory: Path) -> None:
+    try:
+        directory.rmdir()
+    except OSError:
+        pass
+
+
+def fcitx5_build_missing() -> str | None:
+    """Why the fcitx5 addon cannot be built here, or None."""
+    for tool in ("cmake", "c++", "pkg-config"):
+        if shutil.which(tool) is None:
+            return f"{tool} not found"
+    check = subprocess.run(["pkg-config", "--exists", "Fcitx5Core", "Fcitx5Module"], capture_output=True)
+    if check.returncode != 0:
+        return "fcitx5 development files not found (Debian: libfcitx5core-dev fcitx5-modules-dev)"
+    return None
+
+
+def build_fcitx5_addon(build_dir: Path, layout: Layout, stage: Path | None = None) -> list[Path]:
+    """Configure, build and install the addon; return the installed paths (unstaged)."""
+    library = "libkarukan" if layout.scope == "system" else str(layout.fcitx5_addon_dir / "libkarukan")
+    env = dict(os.environ)
+    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
+    _run(["cmake", "-S", str(FCITX5_SOURCE), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
+          f"-DCMAKE_INSTALL_PREFIX={layout.fcitx5_prefix}", f"-DCMAKE_INSTALL_DATADIR={layout.fcitx5_data_dir}",
+          f"-DKARUKAN_ADDON_DIR={layout.fcitx5_addon_dir}", f"-DKARUKAN_ADDON_LIBRARY={library}"], env)
+    _run(["cmake", "--build", str(build_dir)], env)
+    if stage is not None:
+        env["DESTDIR"] = str(stage)
+    _run(["cmake", "--install", str(build_dir)], env)
+    manifest = build_dir / "install_manifest.txt"
+    paths = [Path(line) for line in manifest.read_text().splitlines() if line.strip()]
+    if stage is not None:   # cmake lists staged paths; record the installed ones
+        paths = [Path("/") / p.relative_to(stage) if p.is_relative_to(stage) else p for p in paths]
+    return paths
+
+
+def _install_fcitx5(layout: Layout, report: Report) -> None:
+    missing = fcitx5_build_missing()
+    if missing:
+        report.notes.append(f"fcitx5 addon skipped: {missing}")
+        return
+    with tempfile.TemporaryDirectory(prefix="karukan-fcitx5-build-") as build:
+        stage = layout.root if layout.root != Path("/") else None
+        report.installed.extend(build_fcitx5_addon(Path(build), layout, stage))
+    report.notes.append("fcitx5: restart fcitx5 (fcitx5 -r) and add Karukan in fcitx5-configtool")
+
+
+def _run(argv: list[str], env: dict[str, str]) -> None:
+    out = subprocess.run(argv, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        tail = (out.stderr or out.stdout).strip().splitlines()[-5:]
+        raise RuntimeError(f"{argv[0]} {argv[1]} failed: {' | '.join(tail)}")

@@ -1,0 +1,334 @@
+"""The Karukan engine service: one process on the session bus serving many input contexts.
+
+Interface org.karukan.Engine1 at /org/karukan/Engine (bus name org.karukan.Engine). Methods are
+dispatched from raw messages (not a dbus-fast ServiceInterface) because every call needs its
+sender: a context belongs to the connection that created it, is invisible to others, and dies
+when that connection leaves the bus. Views are sent as one struct (see ime_frontend.wire); late
+views (model results after a key was answered) go to the owner as the ViewUpdated signal.
+
+Nothing a user types is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass
+from typing import Awaitable, Callable
+from xml.sax.saxutils import escape
+
+from dbus_fast import BusType, Message, MessageType
+from dbus_fast.aio import MessageBus
+from dbus_fast.constants import NameFlag, RequestNameReply
+
+from ime_frontend import wire
+from ime_frontend.contexts import ContextHost, EngineCore
+from karukan_engine.session.view import View
+
+log = logging.getLogger(__name__)
+
+MAX_CONTEXTS_PER_CLIENT = 256
+MAX_CONTEXTS = 4096
+MAX_SURROUNDING_CHARS = 65536
+MAX_NAME_CHARS = 256
+ENGINE_VERSION = "0.1.0"
+
+
+class CallError(Exception):
+    """Answer the call with this D-Bus error."""
+
+    def __init__(self, name: str, text: str) -> None:
+        super().__init__(text)
+        self.name = name
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    in_sig: str
+    out_sig: str
+    arg_names: tuple[str, ...]
+    out_names: tuple[str, ...]
+    handler: Callable[["EngineService", str, list], Awaitable[list]]
+
+
+@dataclass
+class _Context:
+    owner: str
+    host: ContextHost
+
+
+class EngineService:
+    """Dispatches org.karukan.Engine1 calls on one bus connection to the hosted contexts."""
+
+    def __init__(self, bus: MessageBus, core: EngineCore) -> None:
+        self._bus = bus
+        self._core = core
+        self._contexts: dict[int, _Context] = {}
+        self._next_id = 1
+        self._tasks: set[asyncio.Task] = set()
+
+    @property
+    def context_count(self) -> int:
+        return len(self._contexts)
+
+    # --- message dispatch ---------------------------------------------------------------------
+
+    def handle_message(self, msg: Message) -> bool | Message:
+        if msg.message_type == MessageType.SIGNAL:
+            self._watch_disconnects(msg)
+            return False
+        if msg.message_type != MessageType.METHOD_CALL or msg.path != wire.OBJECT_PATH:
+            return False
+        if msg.interface == "org.freedesktop.DBus.Introspectable" and msg.member == "Introspect":
+            return Message.new_method_return(msg, "s", [introspection_xml()])
+        if msg.interface == "org.freedesktop.DBus.Peer":
+            return False  # dbus-fast answers Ping / GetMachineId itself
+        if msg.interface not in (wire.INTERFACE, None):
+            return Message.new_error(msg, "org.freedesktop.DBus.Error.UnknownInterface", "unknown interface")
+        spec = METHODS.get(msg.member)
+        if spec is None:
+            return Message.new_error(msg, "org.freedesktop.DBus.Error.UnknownMethod", f"no method {msg.member}")
+        if msg.signature != spec.in_sig:
+            return Message.new_error(
+                msg, "org.freedesktop.DBus.Error.InvalidArgs",
+                f"{msg.member} takes ({spec.in_sig}), got ({msg.signature})",
+            )
+        task = asyncio.ensure_future(self._answer(msg, spec))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return True
+
+    async def _answer(self, msg: Message, spec: MethodSpec) -> None:
+        try:
+            body = await spec.handler(self, msg.sender or "", list(msg.body))
+            reply = Message.new_method_return(msg, spec.out_sig, body)
+        except CallError as exc:
+            reply = Message.new_error(msg, exc.name, str(exc))
+        except Exception as exc:  # a bug in a lower layer must not take the service down
+            log.exception("%s failed", msg.member)
+            reply = Message.new_error(msg, "org.freedesktop.DBus.Error.Failed", type(exc).__name__)
+        if self._bus.connected:
+            self._bus.send(reply)
+
+    def _watch_disconnects(self, msg: Message) -> None:
+        if msg.member != "NameOwnerChanged" or msg.sender != "org.freedesktop.DBus":
+            return
+        name, _old, new = msg.body
+        if name.startswith(":") and not new:
+            for ctx_id in [i for i, c in self._contexts.items() if c.owner == name]:
+                self._drop(ctx_id)
+
+    # --- contexts -----------------------------------------------------------------------------
+
+    def _context(self, sender: str, ctx_id: int) -> ContextHost:
+        ctx = self._contexts.get(ctx_id)
+        if ctx is None or ctx.owner != sender:
+            raise CallError(wire.ERROR_UNKNOWN_CONTEXT, f"no input context {ctx_id}")
+        return ctx.host
+
+    def _drop(self, ctx_id: int) -> None:
+        ctx = self._contexts.pop(ctx_id, None)
+        if ctx is not None:
+            ctx.host.closed = True
+
+    def _send_update(self, owner: str, ctx_id: int, view: View) -> None:
+        if ctx_id not in self._contexts or not self._bus.connected:
+            return
+        self._bus.send(Message(
+            message_type=MessageType.SIGNAL, destination=owner, path=wire.OBJECT_PATH,
+            interface=wire.INTERFACE, member="ViewUpdated", signature="u" + wire.VIEW_SIG,
+            body=[ctx_id, wire.encode_view(view)],
+        ))
+
+    async def create_context(self, sender: str, body: list) -> list:
+        (client_name,) = body
+        if len(client_name) > MAX_NAME_CHARS:
+            raise CallError(wire.ERROR_INVALID_ARGS, "client name too long")
+        owned = sum(1 for c in self._contexts.values() if c.owner == sender)
+        if owned >= MAX_CONTEXTS_PER_CLIENT or len(self._contexts) >= MAX_CONTEXTS:
+            raise CallError(wire.ERROR_LIMITS, "too many input contexts")
+        ctx_id = self._next_id
+        self._next_id += 1
+        host = self._core.new_context(
+            asyncio.get_running_loop(), lambda view: self._send_update(sender, ctx_id, view))
+        self._contexts[ctx_id] = _Context(sender, host)
+        log.debug("context %d created (%d open)", ctx_id, len(self._contexts))
+        return [ctx_id]
+
+    async def destroy_context(self, sender: str, body: list) -> list:
+        self._context(sender, body[0])
+        self._drop(body[0])
+        return []
+
+    async def process_key(self, sender: str, body: list) -> list:
+        ctx_id, keysym, _keycode, state, release = body
+        view = await self._context(sender, ctx_id).process_key(keysym, state, release)
+        return [wire.encode_view(view)]
+
+    async def surrounding_text(self, sender: str, body: list) -> list:
+        ctx_id, text, cursor, anchor = body
+        host = self._context(sender, ctx_id)
+        if len(text) > MAX_SURROUNDING_CHARS:
+            raise CallError(wire.ERROR_LIMITS, f"surrounding text over {MAX_SURROUNDING_CHARS} characters")
+        if cursor > len(text) or anchor > len(text):
+            raise CallError(wire.ERROR_INVALID_ARGS, "cursor or anchor beyond the text")
+        await host.set_surrounding_text(text, cursor, anchor)
+        return []
+
+    async def content_type(self, sender: str, body: list) -> list:
+        ctx_id, purpose, hints = body
+        await self._context(sender, ctx_id).set_content_type(purpose, hints)
+        return []
+
+    async def input_mode(self, sender: str, body: list) -> list:
+        ctx_id, mode = body
+        host = self._context(sender, ctx_id)
+        if len(mode) > MAX_NAME_CHARS:
+            raise CallError(wire.ERROR_INVALID_ARGS, "mode name too long")
+        try:
+            view = await host.set_input_mode(mode)
+        except (ValueError, KeyError) as exc:
+            raise CallError(wire.ERROR_INVALID_ARGS, "unknown input mode") from exc
+        return [wire.encode_view(view)]
+
+    async def select_candidate(self, sender: str, body: list) -> list:
+        ctx_id, index = body
+        return [wire.encode_view(await self._context(sender, ctx_id).select_candidate(index))]
+
+    async def set_enabled(self, sender: str, body: list) -> list:
+        ctx_id, on = body
+        return [wire.encode_view(await self._context(sender, ctx_id).set_enabled(on))]
+
+    async def info(self, sender: str, body: list) -> list:
+        return [{
+            "version": ENGINE_VERSION,
+            "converter": type(self._core.converter).__name__,
+            "contexts": str(len(self._contexts)),
+        }]
+
+
+def _view_method(op: str) -> Callable[[EngineService, str, list], Awaitable[list]]:
+    """A method taking only a context id and answering with the view after `op`."""
+
+    async def handler(service: EngineService, sender: str, body: list) -> list:
+        host = service._context(sender, body[0])
+        return [wire.encode_view(await getattr(host, op)())]
+
+    return handler
+
+
+V = wire.VIEW_SIG
+METHODS: dict[str, MethodSpec] = {
+    "CreateContext": MethodSpec("s", "u", ("client_name",), ("context",), EngineService.create_context),
+    "DestroyContext": MethodSpec("u", "", ("context",), (), EngineService.destroy_context),
+    "ProcessKey": MethodSpec("uuuub", V, ("context", "keysym", "keycode", "state", "release"), ("view",),
+                             EngineService.process_key),
+    "FocusIn": MethodSpec("u", V, ("context",), ("view",), _view_method("focus_in")),
+    "FocusOut": MethodSpec("u", V, ("context",), ("view",), _view_method("focus_out")),
+    "Reset": MethodSpec("u", V, ("context",), ("view",), _view_method("reset")),
+    "PageUp": MethodSpec("u", V, ("context",), ("view",), _view_method("page_up")),
+    "PageDown": MethodSpec("u", V, ("context",), ("view",), _view_method("page_down")),
+    "GetView": MethodSpec("u", V, ("context",), ("view",), _view_method("get_view")),
+    "SelectCandidate": MethodSpec("uu", V, ("context", "index"), ("view",), EngineService.select_candidate),
+    "SetSurroundingText": MethodSpec("usuu", "", ("context", "text", "cursor", "anchor"), (),
+                                     EngineService.surrounding_text),
+    "SetContentType": MethodSpec("uuu", "", ("context", "purpose", "hints"), (), EngineService.content_type),
+    "SetInputMode": MethodSpec("us", V, ("context", "mode"), ("view",), EngineService.input_mode),
+    "SetEnabled": MethodSpec("ub", V, ("context", "enabled"), ("view",), EngineService.set_enabled),
+    "GetInfo": MethodSpec("", "a{ss}", (), ("info",), EngineService.info),
+}
+
+
+def introspection_xml() -> str:
+    from dbus_fast.signature import get_signature_tree
+
+    def args(sig: str, names: tuple[str, ...], direction: str) -> str:
+        types = [t.signature for t in get_signature_tree(sig).types] if sig else []
+        return "".join(f'<arg name="{n}" type="{escape(t)}" direction="{direction}"/>' for n, t in zip(names, types))
+
+    methods = "".join(
+        f'<method name="{name}">{args(s.in_sig, s.arg_names, "in")}{args(s.out_sig, s.out_names, "out")}</method>'
+        for name, s in METHODS.items()
+    )
+    signal_xml = f'<signal name="ViewUpdated"><arg name="context" type="u"/><arg name="view" type="{V}"/></signal>'
+    return (
+        '<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN" '
+        '"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">'
+        f'<node><interface name="{wire.INTERFACE}">{methods}{signal_xml}</interface>'
+        '<interface name="org.freedesktop.DBus.Introspectable"><method name="Introspect">'
+        '<arg name="xml" type="s" direction="out"/></method></interface></node>'
+    )
+
+
+async def serve(core_factory: Callable[[], EngineCore], bus_address: str | None = None,
+                replace: bool = False, ready: Callable[[EngineService], None] | None = None,
+                stop: asyncio.Event | None = None) -> int:
+    """Run until `stop` is set (by default: SIGTERM/SIGINT) or the bus goes away."""
+    loop = asyncio.get_running_loop()
+    if stop is None:
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+    # Load the converter before owning the name: a client activated by its first call must find
+    # an engine that answers.
+    core = await loop.run_in_executor(None, core_factory)
+    bus = MessageBus(bus_address=bus_address) if bus_address else MessageBus(bus_type=BusType.SESSION)
+    await bus.connect()
+    service = EngineService(bus, core)
+    bus.add_message_handler(service.handle_message)
+    await bus.call(Message(
+        destination="org.freedesktop.DBus", path="/org/freedesktop/DBus", interface="org.freedesktop.DBus",
+        member="AddMatch", signature="s",
+        body=["type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''"],
+    ))
+    flags = NameFlag.DO_NOT_QUEUE | (NameFlag.REPLACE_EXISTING if replace else NameFlag.NONE)
+    flags |= NameFlag.ALLOW_REPLACEMENT
+    reply = await bus.request_name(wire.BUS_NAME, flags)
+    if reply not in (RequestNameReply.PRIMARY_OWNER, RequestNameReply.ALREADY_OWNER):
+        bus.disconnect()
+        await loop.run_in_executor(None, core.close)
+        raise RuntimeError(f"{wire.BUS_NAME} is already owned by another engine service")
+    lost = asyncio.ensure_future(bus.wait_for_disconnect())
+    log.info("engine service ready (%s)", type(core.converter).__name__)
+    if ready is not None:
+        ready(service)
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({lost, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    if bus.connected:
+        try:
+            await bus.release_name(wire.BUS_NAME)
+        except Exception:  # shutting down anyway
+            pass
+        bus.disconnect()
+    stopped.cancel()
+    lost.cancel()
+    await loop.run_in_executor(None, core.close)
+    log.info("engine service stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from ime_frontend.frontend_cli import add_serve_arguments
+
+    parser = argparse.ArgumentParser(prog="karukan-engine", description="Karukan engine service")
+    add_serve_arguments(parser)
+    return run_serve(parser.parse_args(argv))
+
+
+def run_serve(args) -> int:
+    from ime_frontend.contexts import build_core
+
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="karukan-engine: %(levelname)s %(name)s: %(message)s")
+
+    def ready(_service: EngineService) -> None:
+        print("READY", flush=True)  # for supervisors and tests that start the service by hand
+
+    return asyncio.run(serve(lambda: build_core(not args.no_model, args.model), args.address, args.replace, ready))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,70 @@
+"""The engine service's D-Bus contract: names and the wire form of a View.
+
+A view travels as one struct so a frontend (Python or the fcitx5 C++ addon) reads it in one go:
+
+    (b handled, s commit, a(su) preedit spans (text, style), u caret (characters),
+     a(sss) candidates (label, text, annotation), i candidate cursor (-1: none),
+     i page, i pages, u total candidates, s aux, s mode, b enabled)
+
+Style 0 is underline (composing / unfocused segment), 1 is highlight (focused segment).
+"""
+
+from __future__ import annotations
+
+from karukan_engine.session.view import CandidateItem, CandidatePage, PreeditSpan, PreeditStyle, View
+
+BUS_NAME = "org.karukan.Engine"
+OBJECT_PATH = "/org/karukan/Engine"
+INTERFACE = "org.karukan.Engine1"
+VIEW_SIG = "(bsa(su)ua(sss)iiiussb)"
+
+# D-Bus error names the service answers with.
+ERROR_UNKNOWN_CONTEXT = "org.karukan.Engine1.Error.UnknownContext"
+ERROR_INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
+ERROR_LIMITS = "org.karukan.Engine1.Error.LimitsExceeded"
+
+STYLE_CODES = {PreeditStyle.UNDERLINE: 0, PreeditStyle.HIGHLIGHT: 1}
+_STYLES_BY_CODE = {code: style for style, code in STYLE_CODES.items()}
+
+
+def encode_view(view: View) -> list:
+    page = view.candidates
+    items = page.items if page is not None else ()
+    cursor = page.cursor if page is not None and page.cursor is not None else -1
+    return [
+        bool(view.handled),
+        view.commit,
+        [[span.text, STYLE_CODES[span.style]] for span in view.preedit],
+        max(0, int(view.caret)),
+        [[item.label, item.text, item.annotation] for item in items],
+        cursor,
+        page.page if page is not None else 0,
+        page.pages if page is not None else 0,
+        page.total if page is not None else 0,
+        view.aux,
+        view.mode,
+        bool(view.enabled),
+    ]
+
+
+def decode_view(fields: list) -> View:
+    handled, commit, spans, caret, items, cursor, page, pages, total, aux, mode, enabled = fields
+    candidates = None
+    if items:
+        candidates = CandidatePage(
+            items=tuple(CandidateItem(label, text, note) for label, text, note in items),
+            cursor=None if cursor < 0 else cursor,
+            page=page,
+            pages=pages,
+            total=total,
+        )
+    return View(
+        handled=handled,
+        preedit=tuple(PreeditSpan(text, _STYLES_BY_CODE.get(style, PreeditStyle.UNDERLINE)) for text, style in spans),
+        caret=caret,
+        candidates=candidates,
+        aux=aux,
+        commit=commit,
+        mode=mode,
+        enabled=enabled,
+    )

@@ -1,0 +1,173 @@
+"""Align a surface (e.g. the model's output) back to dictionary words and reading spans.
+
+A constrained lattice: the usual Viterbi over dictionary words of the reading, but a word may
+only be used where its surface is exactly the next piece of the target surface. Kana, digits and
+Latin that equal the reading character for character are always allowed (at an unknown-word
+cost), so text the dictionary lacks still aligns when it is spelled like its reading. The best
+path gives the words; the segmenter groups them into bunsetsu, which become the conversion's
+segments. No path: the caller makes the whole text one segment.
+
+The path cost is the same quantity the lattice minimises, so it also serves as the "lattice
+cost" of a candidate the lattice itself did not propose.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from karukan_engine.kana import to_hiragana
+
+# Cost of a character that no dictionary word covers but matches the reading as typed.
+UNKNOWN_CHAR_COST = 4000
+# Words tried per reading once the surface is free (entries come cheapest first).
+FREE_WORDS = 40
+
+
+class Lexicon(Protocol):
+    """What alignment needs from the system dictionary (karukan_engine.dictionary.system)."""
+
+    matrix: np.ndarray
+    meta: dict
+
+    @property
+    def segmenter(self) -> np.ndarray: ...
+    def prefixes(self, text: str) -> list[str]: ...
+    def lookup(self, reading: str) -> list: ...
+
+
+@dataclass(frozen=True)
+class AlignedWord:
+    reading: str
+    surface: str
+    lid: int
+    rid: int
+    known: bool = True      # False: no dictionary word, the text as typed
+
+
+@dataclass(frozen=True)
+class Alignment:
+    words: tuple[AlignedWord, ...]
+    cost: int
+
+    def segments(self, segmenter: np.ndarray | None = None) -> list[tuple[str, str]]:
+        """(reading, surface) per bunsetsu: words joined unless the segmenter puts a boundary."""
+        groups: list[list[AlignedWord]] = []
+        for word in self.words:
+            if groups and not _boundary(groups[-1][-1], word, segmenter):
+                groups[-1].append(word)
+            else:
+                groups.append([word])
+        return [("".join(w.reading for w in g), "".join(w.surface for w in g)) for g in groups]
+
+
+def _boundary(left: AlignedWord, right: AlignedWord, segmenter: np.ndarray | None) -> bool:
+    if segmenter is None:
+        return True
+    return bool(segmenter[left.rid, right.lid])
+
+
+def _same_char(reading_char: str, surface_char: str) -> bool:
+    if reading_char == surface_char:
+        return True
+    if to_hiragana(surface_char) == reading_char:
+        return True
+    return unicodedata.normalize("NFKC", surface_char) == unicodedata.normalize("NFKC", reading_char)
+
+
+class Aligner:
+    def __init__(self, lexicon: Lexicon, max_words_per_reading: int = 400) -> None:
+        self.lexicon = lexicon
+        self.matrix = lexicon.matrix
+        self.unknown_pos = int(lexicon.meta.get("noun_id", 0))
+        self.max_words = max_words_per_reading
+        self._entries = lru_cache(maxsize=20000)(self._entries_uncached)
+
+    def _entries_uncached(self, reading: str) -> tuple[tuple[str, int, int, int], ...]:
+        return tuple((e.surface, e.lid, e.rid, e.cost) for e in self.lexicon.lookup(reading)[: self.max_words])
+
+    def align(self, reading: str, surface: str) -> Alignment | None:
+        """The cheapest dictionary path that reads `reading` and writes exactly `surface`."""
+        if not reading or not surface:
+            return None
+        return self._search(reading, surface, prefix_only=False)
+
+    def best_with_prefix(self, reading: str, prefix: str) -> Alignment | None:
+        """The cheapest path whose surface starts with `prefix` (free after it)."""
+        if not reading:
+            return None
+        return self._search(reading, prefix, prefix_only=True)
+
+    def _search(self, reading: str, surface: str, prefix_only: bool) -> Alignment | None:
+        n, m = len(reading), len(surface)
+        # best[(i, j)][rid] = (cost, previous (i, j, rid), word); j = surface chars written,
+        # capped at m in prefix mode where the surface is free once the prefix is written.
+        best: dict[tuple[int, int], dict[int, tuple[int, tuple | None, AlignedWord | None]]] = {
+            (0, 0): {0: (0, None, None)}
+        }
+        prefixes_at = [self.lexicon.prefixes(reading[i:]) for i in range(n)]
+        last_j = m if prefix_only else m - 1
+        for i in range(n):
+            for j in range(last_j + 1):
+                states = best.get((i, j))
+                if not states:
+                    continue
+                free = j == m
+                for rid, (cost, _, _) in list(states.items()):
+                    for word_reading in prefixes_at[i]:
+                        entries = self._entries(word_reading)
+                        for w_surface, lid, w_rid, w_cost in entries[:FREE_WORDS] if free else entries:
+                            if free:
+                                next_j = m
+                            elif surface.startswith(w_surface, j):
+                                next_j = j + len(w_surface)
+                            elif prefix_only and w_surface.startswith(surface[j:]):
+                                next_j = m   # the word finishes the prefix and goes on
+                            else:
+                                continue
+                            word = AlignedWord(word_reading, w_surface, lid, w_rid)
+                            new = cost + int(self.matrix[rid, lid]) + w_cost
+                            self._relax(best, (i + len(word_reading), next_j), w_rid, new, (i, j, rid), word)
+                    if free or _same_char(reading[i], surface[j]):
+                        pos = self.unknown_pos
+                        word = AlignedWord(reading[i], reading[i] if free else surface[j], pos, pos, known=False)
+                        new = cost + int(self.matrix[rid, pos]) + UNKNOWN_CHAR_COST
+                        self._relax(best, (i + 1, j if free else j + 1), pos, new, (i, j, rid), word)
+        final = best.get((n, m))
+        if not final:
+            return None
+        rid, (cost, back, word) = min(
+            ((r, v) for r, v in final.items()), key=lambda item: item[1][0] + int(self.matrix[item[0], 0])
+        )
+        total = cost + int(self.matrix[rid, 0])
+        words = []
+        while word is not None and back is not None:
+            words.append(word)
+            i, j, r = back
+            _, back, word = best[(i, j)][r]
+        words.reverse()
+        return Alignment(_merge_unknown(words), total)
+
+    @staticmethod
+    def _relax(best, at, rid, cost, back, word) -> None:
+        states = best.setdefault(at, {})
+        old = states.get(rid)
+        if old is None or cost < old[0]:
+            states[rid] = (cost, back, word)
+
+
+def _merge_unknown(words: Sequence[AlignedWord]) -> tuple[AlignedWord, ...]:
+    """Consecutive unknown characters form one word (one segment, not one per character)."""
+    out: list[AlignedWord] = []
+    for word in words:
+        prev = out[-1] if out else None
+        if prev is not None and not prev.known and not word.known:
+            out[-1] = AlignedWord(prev.reading + word.reading, prev.surface + word.surface,
+                                  prev.lid, word.rid, known=False)
+        else:
+            out.append(word)
+    return tuple(out)

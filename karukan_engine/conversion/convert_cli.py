@@ -1,0 +1,99 @@
+"""`karukan convert`: candidates for a reading, best first, one a line; or JSON lines in and out.
+
+    karukan convert [--context TEXT] [-n N] [--no-model] [--model ID] READING
+    karukan convert --jsonl   < {"id": .., "context": "..", "reading": "..", "n": 5} per line
+                              > {"id": .., "candidates": [..], "ms": 1.2} per line, in input order
+
+The converter is built once. A bad JSON line is answered with {"id": .., "error": ".."} and the
+run goes on. READING may be hiragana or katakana (half-width too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+from karukan_engine.cli import UsageError
+from karukan_engine.conversion.types import Converter, ConversionRequest
+from karukan_engine.kana import to_fullwidth_katakana, to_hiragana
+
+DEFAULT_N = 5
+MAX_N = 1000
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("convert", help="convert a kana reading, print candidates best first",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("reading", nargs="?", help="hiragana or katakana reading")
+    p.add_argument("--context", default="", help="text left of the caret (left context)")
+    p.add_argument("-n", type=int, default=DEFAULT_N, help=f"number of candidates (default {DEFAULT_N})")
+    p.add_argument("--no-model", action="store_true", help="dictionary (or kana) only, never load a model")
+    p.add_argument("--model", default=None, help="model id from models.toml or a GGUF path")
+    p.add_argument("--jsonl", action="store_true", help="read JSON requests on stdin, write JSON lines")
+    p.set_defaults(handler=run)
+
+
+def normalise_reading(reading: str) -> str:
+    """Katakana (full or half width) → hiragana; surrounding whitespace dropped."""
+    return to_hiragana(to_fullwidth_katakana(reading.strip()))
+
+
+def convert_one(converter: Converter, reading: str, context: str, n: int) -> list[str]:
+    reading = normalise_reading(reading)
+    if not reading:
+        raise ValueError("empty reading")
+    request = ConversionRequest(reading, context, learn=False)
+    surfaces = [c.surface for c in converter.candidates(request, n)]
+    return surfaces or [reading]
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 1 <= args.n <= MAX_N:
+        raise UsageError(f"-n must be between 1 and {MAX_N}")
+    if args.jsonl and args.reading:
+        raise UsageError("give a READING or --jsonl, not both")
+    if not args.jsonl and not (args.reading and normalise_reading(args.reading)):
+        raise UsageError("a READING is needed (or --jsonl)")
+    from karukan_engine.conversion.factory import ConverterOptions, build_converter
+
+    converter = build_converter(ConverterOptions(use_model=not args.no_model, model_id=args.model))
+    if args.jsonl:
+        serve_jsonl(converter, sys.stdin, sys.stdout, args.context, args.n)
+        return 0
+    for surface in convert_one(converter, args.reading, args.context, args.n):
+        print(surface)
+    return 0
+
+
+def serve_jsonl(converter: Converter, inp: TextIO, out: TextIO, default_context: str, default_n: int) -> None:
+    for line in inp:
+        if not line.strip():
+            continue
+        out.write(json.dumps(_answer(converter, line, default_context, default_n), ensure_ascii=False) + "\n")
+        out.flush()
+
+
+def _answer(converter: Converter, line: str, default_context: str, default_n: int) -> dict[str, Any]:
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return {"id": None, "error": f"not JSON: {exc.msg}"}
+    if not isinstance(item, dict):
+        return {"id": None, "error": "each line must be a JSON object"}
+    ident = item.get("id")
+    reading, context, n = item.get("reading"), item.get("context", default_context), item.get("n", default_n)
+    if not isinstance(reading, str):
+        return {"id": ident, "error": "reading must be a string"}
+    if not isinstance(context, str):
+        return {"id": ident, "error": "context must be a string"}
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_N:
+        return {"id": ident, "error": f"n must be an integer between 1 and {MAX_N}"}
+    start = time.perf_counter()
+    try:
+        candidates = convert_one(converter, reading, context, n)
+    except Exception as exc:  # one bad item must not end the run
+        return {"id": ident, "error": f"{type(exc).__name__}: {exc}"}
+    return {"id": ident, "candidates": candidates, "ms": round((time.perf_counter() - start) * 1000, 3)}

@@ -1,0 +1,289 @@
+"""The fused converter: dictionary lattice + neural model + learning behind one Converter.
+
+- Live conversion (per key): chunked; a quick dictionary answer at once (`live_quick`) and the
+  model's refinement (`live_refined`), which checks the key's time budget with the stage-timing
+  predictor first and stops when the key is superseded. `live()` gives the best available text
+  synchronously (the CLI path).
+- Explicit conversion: candidates from the lattice N-best (with learning and user dictionary,
+  which the base converter already merges), the model (beam), and the greedy live text, ranked by
+  one score of lattice path cost, model NLL (one batched scorer pass) and learning; or, with
+  scheme "verify", Zenzai-style verification of the lattice's best (see verify.py).
+- The best candidate is aligned back to dictionary words (align.py) so segments, per-segment
+  candidates, resizing and learning keep working.
+Without a model (missing, still loading, failed) every call is the base converter's.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Sequence
+
+from karukan_engine.conversion.align import Aligner
+from karukan_engine.conversion.cache import ConversionCache
+from karukan_engine.conversion.chunking import chunk_left_context, split_chunks
+from karukan_engine.conversion.deadline import BudgetChooser, Option, StageTimings
+from karukan_engine.conversion.live import ChunkedLive
+from karukan_engine.conversion.model_slot import ModelSlot
+from karukan_engine.conversion.ranking import Evidence, dedup, rank
+from karukan_engine.conversion.scheduler import JobContext
+from karukan_engine.conversion.settings import ConversionSettings
+from karukan_engine.conversion.suggest import suggestions
+from karukan_engine.conversion.types import Candidate, ConversionRequest, Converter, Segment
+from karukan_engine.conversion.verify import verify_draft
+
+log = logging.getLogger(__name__)
+
+MODEL_SOURCE = "model"
+LEARNING_SOURCE = "learning"
+
+
+class FusedConverter:
+    def __init__(self, base: Converter, slots: Sequence[ModelSlot] = (),
+                 settings: ConversionSettings = ConversionSettings(), lexicon=None) -> None:
+        """slots: models best first (e.g. main, then light); lexicon: the system dictionary."""
+        self.base = base
+        self.slots = list(slots)
+        self.settings = settings
+        self.lexicon = lexicon
+        self.aligner = Aligner(lexicon) if lexicon is not None else None
+        self.cache: ConversionCache[str] = ConversionCache(settings.cache_capacity)
+        self.chunks = ChunkedLive(self.cache, settings.chunk_limits, settings.context_chars)
+        self.timings = StageTimings()
+        self.chooser = BudgetChooser(self.timings)
+        self._costs: OrderedDict[tuple[str, str], int | None] = OrderedDict()
+        self._costs_lock = threading.Lock()
+
+    # --- models ------------------------------------------------------------------------------
+
+    def ready_slots(self) -> list[ModelSlot]:
+        return [slot for slot in self.slots if slot.get() is not None]
+
+    def wait_for_model(self, timeout: float | None = None) -> bool:
+        """Block until the first model finished loading; True when it is usable."""
+        return bool(self.slots) and self.slots[0].wait(timeout) is not None
+
+    @staticmethod
+    def greedy_stage(slot: ModelSlot) -> str:
+        return f"{slot.model_id}/greedy"
+
+    # --- live conversion ---------------------------------------------------------------------
+
+    def live(self, request: ConversionRequest) -> str:
+        refined = self.live_refined(request)
+        return refined if refined is not None else self.live_quick(request)
+
+    def live_quick(self, request: ConversionRequest) -> str:
+        """The answer a key gets at once: dictionary text, with chunks a model already refined."""
+        slots = self.ready_slots()
+        model_id = slots[0].model_id if slots else None
+        return self.chunks.quick(request.reading, request.left_context, self._dictionary_chunk, model_id)
+
+    def live_refined(self, request: ConversionRequest, ctx: JobContext | None = None) -> str | None:
+        """The model's text, or None: no model, nothing fits the budget, or superseded."""
+        if not request.reading:
+            return None
+        slot = self._slot_for(request, ctx)
+        if slot is None:
+            return None
+        stop = ctx.cancelled if ctx is not None else (lambda: False)
+
+        owner = ctx.session if ctx is not None else None
+
+        def model_chunk(reading: str, context: str) -> str:
+            return self._model_chunk(slot, reading, context, owner)
+
+        return self.chunks.refined(request.reading, request.left_context, self._dictionary_chunk,
+                                   model_chunk, slot.model_id, should_stop=stop)
+
+    def _slot_for(self, request: ConversionRequest, ctx: JobContext | None) -> ModelSlot | None:
+        slots = self.ready_slots()
+        if not slots or ctx is None:
+            return slots[0] if slots else None
+        options = []
+        for slot in slots:
+            pending = self.chunks.pending_model_chunks(request.reading, request.left_context,
+                                                       self._dictionary_chunk, slot.model_id)
+            chars = sum(len(p) for p in pending)
+            options.append(Option(slot.model_id, ((self.greedy_stage(slot), chars),)))
+        choice = self.chooser.choose(options, ctx.remaining())
+        if choice is None:
+            return None
+        return next(slot for slot in slots if slot.model_id == choice.name)
+
+    def _dictionary_chunk(self, reading: str, context: str) -> str:
+        return self.base.live(ConversionRequest(reading, context))
+
+    def _model_chunk(self, slot: ModelSlot, reading: str, context: str, owner=None) -> str:
+        learned = self._learned_best(reading, context)
+        if learned is not None:
+            return learned
+        started = time.perf_counter()
+        generation = slot.greedy(reading, context, self.max_new_for(reading), owner)
+        self.timings.observe(self.greedy_stage(slot), time.perf_counter() - started, units=len(reading))
+        if generation is None or not generation.text:
+            return self._dictionary_chunk(reading, context)
+        return generation.text
+
+    def max_new_for(self, reading: str) -> int:
+        """Token budget of one conversion: a surface is rarely longer than its reading."""
+        return min(self.settings.max_new_tokens, len(reading) + 8)
+
+    def _learned_best(self, reading: str, context: str) -> str | None:
+        """What the user chose for exactly this reading before wins over the model."""
+        top = self.base.candidates(ConversionRequest(reading, context), 1)
+        if top and top[0].source == LEARNING_SOURCE:
+            return top[0].surface
+        return None
+
+    # --- explicit conversion -----------------------------------------------------------------
+
+    def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
+        if n <= 0:
+            return []
+        base = self.base.candidates(request, max(n, self.settings.lattice_nbest))
+        slots = self.ready_slots()
+        if not slots or not request.reading:
+            return base[:n]
+        model = slots[0].get()
+        if self.settings.scheme == "verify" and self.aligner is not None:
+            return self._verified(slots[0], request, base)[:n]
+        return self._reranked(slots[0], model, request, base)[:n]
+
+    def _model_candidates(self, slot: ModelSlot, model, request: ConversionRequest) -> list[Candidate]:
+        """Beam outputs for the trailing chunk (earlier chunks keep their live text) + greedy."""
+        chunks = split_chunks(request.reading, self.settings.chunk_limits)
+        head_reading = "".join(c.text for c in chunks[:-1])
+        head = self.live(ConversionRequest(head_reading, request.left_context)) if head_reading else ""
+        tail = chunks[-1].text if chunks else ""
+        found = []
+        if chunks and chunks[-1].japanese:
+            context = chunk_left_context(request.left_context, [head], self.settings.context_chars)
+            for generation in model.beam(tail, context, beam=self.settings.beam_width,
+                                         max_new=self.max_new_for(tail)):
+                if generation.text:
+                    found.append(Candidate(head + generation.text, source=MODEL_SOURCE))
+        live = self.live_refined(request)
+        if live:
+            found.insert(0, Candidate(live, source=MODEL_SOURCE))
+        return found
+
+    def _reranked(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate]) -> list[Candidate]:
+        return rank(self.evidence(slot, model, request, base), len(request.reading), self.settings.weights)
+
+    def evidence(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate]) -> list[Evidence]:
+        """Every candidate with what the ranking weighs: path cost, model NLL, learning."""
+        pool = dedup(base + self._model_candidates(slot, model, request))
+        ranked = [c for c in pool if c.source != "variant"]
+        nlls = model.score_many(request.reading, request.left_context, [c.surface for c in ranked])
+        evidence = [
+            Evidence(c, self.path_cost(request.reading, c.surface), nll,
+                     1.0 if c.source == LEARNING_SOURCE else 0.0)
+            for c, nll in zip(ranked, nlls)
+        ]
+        return evidence + [Evidence(c) for c in pool if c.source == "variant"]
+
+    def _verified(self, slot: ModelSlot, request: ConversionRequest, base: list[Candidate]) -> list[Candidate]:
+        if not base or base[0].source == LEARNING_SOURCE:
+            return base
+        verified = verify_draft(slot, self.aligner, request.reading, request.left_context,
+                                base[0].surface, self.settings.verify_rounds)
+        if verified == base[0].surface:
+            return base
+        return dedup([Candidate(verified, source=MODEL_SOURCE)] + base)
+
+    def path_cost(self, reading: str, surface: str) -> int | None:
+        """Dictionary path cost of writing `reading` as `surface` (None: not writable so)."""
+        if self.aligner is None:
+            return None
+        key = (reading, surface)
+        with self._costs_lock:
+            if key in self._costs:
+                self._costs.move_to_end(key)
+                return self._costs[key]
+        alignment = self.aligner.align(reading, surface)
+        cost = alignment.cost if alignment is not None else None
+        with self._costs_lock:
+            self._costs[key] = cost
+            while len(self._costs) > 4096:
+                self._costs.popitem(last=False)
+        return cost
+
+    def convert(self, request: ConversionRequest) -> list[Segment]:
+        if not request.reading or request.fixed_lengths or not self.ready_slots():
+            return self.base.convert(request)
+        best = self.candidates(request, 1)
+        if not best:
+            return self.base.convert(request)
+        return self.segments_for(request, best[0])
+
+    def segments_for(self, request: ConversionRequest, best: Candidate) -> list[Segment]:
+        """Segments whose first candidates spell `best`, cut where the dictionary would cut."""
+        reading = request.reading
+        alignment = self.aligner.align(reading, best.surface) if self.aligner is not None else None
+        if alignment is None:
+            others = self.base.candidates(request, self.settings.num_candidates)
+            return [Segment(reading, tuple(dedup([best] + others)))]
+        spans = alignment.segments(self.lexicon.segmenter)
+        fixed = tuple(len(r) for r, _ in spans)
+        base_segments = self.base.convert(
+            ConversionRequest(reading, request.left_context, fixed, request.learn))
+        if [s.reading for s in base_segments] != [r for r, _ in spans]:
+            base_segments = [Segment(r, (Candidate(s, source=best.source),)) for r, s in spans]
+        return [
+            Segment(r, tuple(dedup([Candidate(s, best.annotation, best.source)] + list(seg.candidates))))
+            for (r, s), seg in zip(spans, base_segments)
+        ]
+
+    # --- suggestions --------------------------------------------------------------------------
+
+    def suggestions(self, request: ConversionRequest, n: int = 6) -> list[Candidate]:
+        """Completions of what was typed: learned ones, then dictionary predictive search."""
+        return suggestions(request.reading, getattr(self.base, "learning", None),
+                           getattr(self.base, "dictionary", None), limit=n)
+
+    # --- learning ----------------------------------------------------------------------------
+
+    def record(self, pairs: Sequence[tuple[str, str]], left_context: str = "") -> None:
+        self.base.record(pairs, left_context)
+        # Learned choices change what chunks should become: forget cached conversions.
+        self.cache.clear()
+
+    def close(self) -> None:
+        for slot in self.slots:
+            slot.close()
+
+
+def build_fused_converter(base: Converter, options) -> Converter:
+    """The fused pipeline over `base`, with the configured model loading in the background.
+
+    options: factory.ConverterOptions. A missing model leaves the dictionary converter; a model
+    that fails to load leaves a FusedConverter that answers like `base`.
+    """
+    try:
+        from karukan_engine.neural.background import load_in_background
+        from karukan_engine.neural.errors import NeuralError
+        from karukan_engine.neural.registry import resolve_model
+    except ImportError:
+        return base
+    try:
+        resolve_model(options.model_id)  # fails fast (no thread) when the model is not installed
+    except NeuralError as exc:
+        log.info("no model for the fused converter (%s); dictionary only", type(exc).__name__)
+        return base
+    model_id = options.model_id or "default"
+    slot = ModelSlot(load_in_background(options.model_id) if options.model_id else _load_default(), model_id)
+    settings = getattr(options, "conversion", None) or ConversionSettings()
+    converter = FusedConverter(base, [slot], settings, lexicon=getattr(base, "dictionary", None))
+    if not getattr(options, "load_in_background", False):
+        converter.wait_for_model()
+    return converter
+
+
+def _load_default():
+    from karukan_engine.neural.background import LoadHandle
+    from karukan_engine.neural.registry import load_model_by_id_or_path
+
+    return LoadHandle(lambda: load_model_by_id_or_path(None))

@@ -1,0 +1,129 @@
+"""The neural model as the conversion pipeline sees it: maybe still loading, maybe absent.
+
+The slot wraps a background load handle (karukan_engine.neural.background) or a loaded model.
+Until the model is ready, and for good if it failed to load, `get()` returns None and the
+pipeline works on the dictionary alone. Each worker thread gets its own speculative greedy
+decoder (llama contexts are not thread-safe) and remembers its last output as the next draft.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import unicodedata
+from typing import Any, Hashable
+
+from karukan_engine.conversion.speculative import SpeculativeGreedy
+from karukan_engine.neural.generation import Generation
+from karukan_engine.neural.prompt import clean_output, clean_text
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_NEW = 48
+MAX_DRAFTS = 64   # last outputs kept per thread, one per session
+
+
+class ModelSlot:
+    def __init__(self, source: Any, model_id: str, fixed_tokens: int | None = None) -> None:
+        """source: a NeuralModel, or a handle with ready()/done()/model/error.
+
+        fixed_tokens: benchmarks with random-weight models only: every greedy conversion
+        generates exactly this many tokens (stop tokens ignored), so timings mean something.
+        """
+        self.model_id = model_id
+        self.fixed_tokens = fixed_tokens
+        self._source = source
+        self._local = threading.local()
+        self._decoders: list[SpeculativeGreedy] = []
+        self._lock = threading.Lock()
+        self._failure_logged = False
+
+    def get(self):
+        """The loaded model, or None while loading or after a failed load."""
+        source = self._source
+        if source is None:
+            return None
+        if not hasattr(source, "ready"):
+            return source
+        if source.ready():
+            return source.model
+        if source.done() and not self._failure_logged:
+            self._failure_logged = True
+            log.warning("model %s unavailable, dictionary only: %s", self.model_id, source.error)
+        return None
+
+    def wait(self, timeout: float | None = None):
+        """Block until loading ends; the model or None when it failed."""
+        source = self._source
+        if source is None or not hasattr(source, "wait"):
+            return self.get()
+        try:
+            return source.wait(timeout)
+        except TimeoutError:
+            return None
+        except Exception:  # the load error is reported once by get()
+            return self.get()
+
+    def greedy(self, reading: str, context: str = "", max_new: int = DEFAULT_MAX_NEW,
+               owner: Hashable | None = None) -> Generation | None:
+        """Greedy conversion with the owner's (session's) last output as the draft and its saved
+        KV state restored; None without a model."""
+        model = self.get()
+        if model is None:
+            return None
+        if not clean_text(reading).strip():
+            return Generation("", (), 0.0, False)
+        decoder = self._decoder(model)
+        decoder.switch_to(owner)
+        prompt = model.prompt_ids(reading, context)
+        room = max(0, min(max_new, model.n_ctx_train - len(prompt)))
+        stop_ids = model.stop_ids
+        if self.fixed_tokens is not None:
+            room, stop_ids = min(self.fixed_tokens, model.n_ctx_train - len(prompt)), frozenset()
+        drafts = self._drafts()
+        draft = drafts.pop(owner, ())
+        out, logprob, finished = decoder.generate(prompt, draft, room, stop_ids)
+        drafts[owner] = tuple(out)
+        while len(drafts) > MAX_DRAFTS:
+            drafts.pop(next(iter(drafts)))
+        return Generation(clean_output(model.tokenizer.decode(out)), tuple(out), logprob, finished)
+
+    def check_draft(self, reading: str, context: str, surface: str) -> str | None:
+        """Zenzai-style check of a whole conversion in one teacher-forced pass.
+
+        None when the model's argmax agrees with every token of `surface` (or no model); else the
+        prefix the model prefers: the agreed text plus the model's own next token.
+        """
+        model = self.get()
+        if model is None:
+            return None
+        ids = model.tokenizer.encode(unicodedata.normalize("NFKC", surface))
+        prompt = model.prompt_ids(reading, context, reserve=len(ids) + 1)
+        agreed, token = self._decoder(model).first_disagreement(prompt, ids)
+        if token in model.stop_ids:
+            return None  # agrees to the end, or would stop early: keep the draft
+        return clean_output(model.tokenizer.decode(ids[:agreed] + [token]))
+
+    def _drafts(self) -> dict:
+        drafts = getattr(self._local, "drafts", None)
+        if drafts is None:
+            drafts = self._local.drafts = {}
+        return drafts
+
+    def _decoder(self, model) -> SpeculativeGreedy:
+        decoder = getattr(self._local, "decoder", None)
+        if decoder is None:
+            decoder = SpeculativeGreedy(model.llama, model.options.n_threads)
+            with self._lock:
+                self._decoders.append(decoder)
+            self._local.decoder = decoder
+        return decoder
+
+    def close(self) -> None:
+        with self._lock:
+            decoders, self._decoders = self._decoders, []
+        for decoder in decoders:
+            decoder.close()
+        model = self.get()
+        if model is not None:
+            model.close()

@@ -1,0 +1,79 @@
+"""The plain converter: script and width variants of the reading, no dictionary, no model.
+
+It keeps the engine usable before (or without) the dictionary and the neural model, and is
+the fallback the factory returns when nothing better is installed.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from karukan_engine.conversion.types import Candidate, ConversionRequest, Segment
+from karukan_engine.kana import (
+    to_fullwidth_ascii,
+    to_halfwidth_ascii,
+    to_halfwidth_katakana,
+    to_hiragana,
+    to_katakana,
+)
+
+# (annotation, transform) in the order a user of Mozc sees the transliterations.
+_VARIANTS = (
+    ("[全]ひらがな", to_hiragana),
+    ("[全]カタカナ", to_katakana),
+    ("[半]カタカナ", lambda s: to_halfwidth_ascii(to_halfwidth_katakana(s))),
+    ("[全]英数", to_fullwidth_ascii),
+    ("[半]英数", to_halfwidth_ascii),
+)
+
+
+def kana_variants(reading: str) -> list[Candidate]:
+    """Hiragana, katakana, half-width katakana, full/half-width ASCII forms, without duplicates."""
+    seen: set[str] = set()
+    out = []
+    for annotation, transform in _VARIANTS:
+        surface = transform(reading)
+        if surface and surface not in seen:
+            seen.add(surface)
+            out.append(Candidate(surface, annotation, "variant"))
+    return out
+
+
+class PlainConverter:
+    """Implements the Converter protocol with kana variants only; learns nothing."""
+
+    def convert(self, request: ConversionRequest) -> list[Segment]:
+        reading = request.reading
+        if not reading:
+            return []
+        lengths = _segment_lengths(len(reading), request.fixed_lengths)
+        segments = []
+        start = 0
+        for length in lengths:
+            part = reading[start : start + length]
+            segments.append(Segment(part, tuple(kana_variants(part))))
+            start += length
+        return segments
+
+    def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
+        return kana_variants(request.reading)[: max(n, 0)]
+
+    def live(self, request: ConversionRequest) -> str:
+        return request.reading
+
+    def record(self, pairs: Sequence[tuple[str, str]], left_context: str = "") -> None:
+        return None
+
+
+def _segment_lengths(total: int, fixed: Sequence[int]) -> list[int]:
+    """The user's fixed segment lengths, then one segment for the rest of the reading."""
+    lengths = []
+    used = 0
+    for length in fixed:
+        if length <= 0 or used + length > total:
+            break
+        lengths.append(length)
+        used += length
+    if used < total:
+        lengths.append(total - used)
+    return lengths

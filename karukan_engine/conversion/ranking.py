@@ -1,0 +1,54 @@
+"""One score for every whole-reading candidate, whatever proposed it.
+
+Each candidate carries the evidence gathered for it: the dictionary path cost of its surface
+(constrained lattice; None when the dictionary cannot produce it), the model's NLL per surface
+character (None without a model), and the learning score. Lower scores rank first.
+Transliteration variants ([全]カタカナ …) are not ranked: they stay at the end, in their order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from karukan_engine.conversion.settings import FusionWeights
+from karukan_engine.conversion.types import Candidate
+
+VARIANT_SOURCE = "variant"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    candidate: Candidate
+    lattice_cost: float | None = None
+    nll: float | None = None
+    learning: float = 0.0
+
+
+def fused_score(item: Evidence, reading_chars: int, weights: FusionWeights) -> float:
+    score = 0.0
+    if item.lattice_cost is None:
+        score += weights.unaligned
+    else:
+        score += weights.lattice * item.lattice_cost / 1000.0 / max(1, reading_chars)
+    if item.nll is not None:
+        score += weights.nll * item.nll
+    return score - weights.learning * item.learning
+
+
+def rank(items: Sequence[Evidence], reading_chars: int, weights: FusionWeights) -> list[Candidate]:
+    """Candidates best first, without duplicate surfaces; variants last in their given order."""
+    ranked = [it for it in items if it.candidate.source != VARIANT_SOURCE]
+    variants = [it.candidate for it in items if it.candidate.source == VARIANT_SOURCE]
+    order = sorted(range(len(ranked)), key=lambda i: (fused_score(ranked[i], reading_chars, weights), i))
+    return dedup([ranked[i].candidate for i in order] + variants)
+
+
+def dedup(candidates: Iterable[Candidate]) -> list[Candidate]:
+    seen: set[str] = set()
+    out = []
+    for cand in candidates:
+        if cand.surface and cand.surface not in seen:
+            seen.add(cand.surface)
+            out.append(cand)
+    return out

@@ -1,0 +1,286 @@
+"""Conversion work on worker threads, for many input contexts (sessions) at once.
+
+The key-handling path never waits for a model: it answers with the dictionary result and submits
+the model work here; the result comes back through a callback when it is ready.
+
+Rules:
+- Supersession: `begin_key(session)` starts a new generation for that session. Queued jobs of
+  older generations are dropped, running ones are told to stop (JobContext.cancelled), and a result
+  of an older generation is never delivered. The generation check and the delivery happen under
+  the session's lock, which `begin_key` also takes, so a result cannot slip out after a newer key
+  has been announced.
+- Priorities: EXPLICIT (Space) before LIVE (live conversion) before SUGGESTION.
+- Fairness: among jobs of the same priority, the session served longest ago goes first.
+- Deadlines: a job may carry a time budget; the work function reads `ctx.remaining()` to decide
+  what fits (see deadline.py). A job whose deadline passed before it started is dropped when it
+  was submitted with `expire_late=True`.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable
+
+log = logging.getLogger(__name__)
+
+
+class Priority(enum.IntEnum):
+    EXPLICIT = 0
+    LIVE = 1
+    SUGGESTION = 2
+
+
+class Cancelled(Exception):
+    """Raised by JobContext.check() when the job was superseded; the scheduler swallows it."""
+
+
+@dataclass
+class JobContext:
+    session: Hashable
+    generation: int
+    priority: Priority
+    deadline: float | None      # time.monotonic() value, None = no deadline
+    supersedable: bool = True   # False: a newer key neither drops nor cancels this job
+    _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def check(self) -> None:
+        if self._cancel.is_set():
+            raise Cancelled()
+
+    def remaining(self) -> float:
+        if self.deadline is None:
+            return math.inf
+        return self.deadline - time.monotonic()
+
+
+@dataclass
+class _Job:
+    ctx: JobContext
+    work: Callable[[JobContext], Any]
+    deliver: Callable[[Any], None]
+    expire_late: bool
+    order: int
+
+
+@dataclass
+class _SessionState:
+    generation: int = 0
+    last_served: int = -1
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+
+@dataclass
+class SchedulerStats:
+    submitted: int = 0
+    delivered: int = 0
+    dropped_stale: int = 0      # superseded before start, or finished after a newer key
+    expired: int = 0            # deadline passed before start
+    failed: int = 0
+    empty: int = 0              # work returned None (nothing better than what is shown)
+
+
+class Scheduler:
+    def __init__(self, workers: int = 1, name: str = "karukan-convert") -> None:
+        if workers < 1:
+            raise ValueError("need at least one worker")
+        self._lock = threading.Condition()
+        self._pending: list[_Job] = []
+        self._running: list[_Job] = []
+        self._sessions: dict[Hashable, _SessionState] = {}
+        self._order = itertools.count()
+        self._served = itertools.count()
+        self._closed = False
+        self.stats = SchedulerStats()
+        self._threads = [
+            threading.Thread(target=self._worker, name=f"{name}-{i}", daemon=True) for i in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    # -- called from the key-handling path -------------------------------------------------
+
+    def begin_key(self, session: Hashable) -> int:
+        """A new key in `session`: supersede all of its earlier work. Returns the new generation."""
+        state = self._session(session)
+        with state.lock:
+            with self._lock:
+                state.generation += 1
+                self._drop_stale_locked()
+                for job in self._running:
+                    if (job.ctx.session == session and job.ctx.supersedable
+                            and job.ctx.generation < state.generation):
+                        job.ctx._cancel.set()
+                return state.generation
+
+    def generation(self, session: Hashable) -> int:
+        return self._session(session).generation
+
+    def submit(
+        self,
+        session: Hashable,
+        priority: Priority,
+        work: Callable[[JobContext], Any],
+        deliver: Callable[[Any], None],
+        budget_s: float | None = None,
+        expire_late: bool = False,
+        supersedable: bool = True,
+    ) -> JobContext:
+        """Queue `work(ctx)` for the session's current generation; `deliver(result)` if still current.
+
+        `work` returning None delivers nothing. `deliver` runs on a worker thread under the
+        session's lock: keep it short (post to the frontend's main loop).
+        """
+        state = self._session(session)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("scheduler is shut down")
+            deadline = None if budget_s is None else time.monotonic() + budget_s
+            ctx = JobContext(session, state.generation, Priority(priority), deadline, supersedable)
+            self._pending.append(_Job(ctx, work, deliver, expire_late, next(self._order)))
+            self.stats.submitted += 1
+            self._lock.notify()
+            return ctx
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close_session(self, session: Hashable) -> None:
+        """Drop all work of a session that is going away."""
+        self.begin_key(session)
+        with self._lock:
+            self._sessions.pop(session, None)
+
+    def shutdown(self, wait: bool = True) -> None:
+        with self._lock:
+            self._closed = True
+            for job in self._pending:
+                job.ctx._cancel.set()
+            self._pending.clear()
+            for job in self._running:
+                job.ctx._cancel.set()
+            self._lock.notify_all()
+        if wait:
+            for thread in self._threads:
+                thread.join()
+
+    def idle(self, timeout: float | None = None) -> bool:
+        """Wait until no job is queued or running (for tests and benchmarks)."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while self._pending or self._running:
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._lock.wait(left)
+            return True
+
+    # -- workers ---------------------------------------------------------------------------
+
+    def _session(self, session: Hashable) -> _SessionState:
+        with self._lock:
+            state = self._sessions.get(session)
+            if state is None:
+                state = self._sessions[session] = _SessionState()
+            return state
+
+    def _is_current(self, ctx: JobContext) -> bool:
+        if ctx.cancelled():
+            return False
+        if not ctx.supersedable:
+            return True
+        state = self._sessions.get(ctx.session)
+        return state is not None and state.generation == ctx.generation
+
+    def _drop_stale_locked(self) -> None:
+        keep = []
+        for job in self._pending:
+            if self._is_current(job.ctx):
+                keep.append(job)
+            else:
+                self.stats.dropped_stale += 1
+        self._pending = keep
+
+    def _next_job_locked(self) -> _Job | None:
+        now = time.monotonic()
+        best: _Job | None = None
+        best_key: tuple[int, int, int] | None = None
+        for job in list(self._pending):
+            if job.expire_late and job.ctx.deadline is not None and job.ctx.deadline < now:
+                self._pending.remove(job)
+                self.stats.expired += 1
+                continue
+            state = self._sessions.get(job.ctx.session)
+            served = state.last_served if state else -1
+            key = (int(job.ctx.priority), served, job.order)
+            if best_key is None or key < best_key:
+                best, best_key = job, key
+        if best is not None:
+            self._pending.remove(best)
+            state = self._sessions.get(best.ctx.session)
+            if state is not None:
+                state.last_served = next(self._served)
+        return best
+
+    def _worker(self) -> None:
+        while True:
+            with self._lock:
+                job = None
+                while not self._closed:
+                    self._drop_stale_locked()
+                    job = self._next_job_locked()
+                    if job is not None:
+                        break
+                    self._lock.wait()
+                if job is None:
+                    return
+                self._running.append(job)
+            try:
+                self._run(job)
+            finally:
+                with self._lock:
+                    self._running.remove(job)
+                    self._lock.notify_all()
+
+    def _run(self, job: _Job) -> None:
+        try:
+            result = job.work(job.ctx)
+        except Cancelled:
+            with self._lock:
+                self.stats.dropped_stale += 1
+            return
+        except Exception:  # one failing conversion must not kill the worker
+            log.exception("conversion job failed")
+            with self._lock:
+                self.stats.failed += 1
+            return
+        if result is None:
+            with self._lock:
+                self.stats.empty += 1
+            return
+        state = self._sessions.get(job.ctx.session)
+        if state is None and job.ctx.supersedable:
+            with self._lock:
+                self.stats.dropped_stale += 1
+            return
+        with state.lock if state is not None else threading.RLock():
+            with self._lock:
+                current = self._is_current(job.ctx)
+                if current:
+                    self.stats.delivered += 1
+                else:
+                    self.stats.dropped_stale += 1
+            if current:
+                try:
+                    job.deliver(result)
+                except Exception:
+                    log.exception("delivering a conversion result failed")

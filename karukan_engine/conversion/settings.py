@@ -1,0 +1,83 @@
+"""Settings of the conversion pipeline: the `[conversion]` table of the config, with defaults.
+
+The fusion weights are fitted on the dev sets by examples/fit_fusion_weights.py (never on
+AJIMEE-Bench); the fitted values are the defaults below and may be overridden in the config's
+`[conversion.weights]` table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Mapping
+
+from karukan_engine.conversion.chunking import ChunkLimits
+
+SCHEMES = ("rerank", "verify")
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """One score per whole-reading candidate; lower is better.
+
+    score = lattice * (path cost / 1000 per reading char)
+          + nll * (model NLL per surface char)
+          - learning * (learning score)
+          + unaligned  (when the dictionary cannot produce the surface at all)
+    """
+
+    lattice: float = 1.0
+    nll: float = 1.0
+    learning: float = 1.0
+    unaligned: float = 1.0
+
+    def __post_init__(self) -> None:
+        if any(v < 0 for v in (self.lattice, self.nll, self.learning, self.unaligned)):
+            raise ValueError("fusion weights must not be negative")
+
+
+@dataclass(frozen=True)
+class ConversionSettings:
+    live_conversion: bool = True
+    live_budget_ms: float = 50.0      # per live update, key to refined preedit
+    chunk_chars: int = 30
+    chunk_symbols: int = 1
+    chunk_digits: int = 0
+    context_chars: int = 20           # left context given to the model, in characters
+    cache_capacity: int = 1024
+    num_candidates: int = 9
+    beam_width: int = 5
+    lattice_nbest: int = 10
+    max_new_tokens: int = 48
+    scheme: str = "rerank"            # "rerank" (score every candidate) or "verify" (Zenzai-style)
+    verify_rounds: int = 3
+    workers: int = 1                  # scheduler worker threads (each owns llama contexts)
+    weights: FusionWeights = field(default_factory=FusionWeights)
+
+    def __post_init__(self) -> None:
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"conversion.scheme must be one of {', '.join(SCHEMES)}")
+        if self.live_budget_ms <= 0 or self.num_candidates < 1 or self.beam_width < 1:
+            raise ValueError("conversion settings must be positive")
+        if self.workers < 1 or self.cache_capacity < 1 or self.verify_rounds < 0:
+            raise ValueError("conversion settings must be positive")
+        ChunkLimits(self.chunk_chars, self.chunk_symbols, self.chunk_digits)  # validates
+
+    @property
+    def chunk_limits(self) -> ChunkLimits:
+        return ChunkLimits(self.chunk_chars, self.chunk_symbols, self.chunk_digits)
+
+    @classmethod
+    def from_mapping(cls, table: Mapping[str, Any]) -> "ConversionSettings":
+        """Build from a parsed `[conversion]` TOML table; unknown keys are an error."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(table) - known
+        if unknown:
+            raise ValueError(f"unknown conversion settings: {', '.join(sorted(unknown))}")
+        values = dict(table)
+        if "weights" in values:
+            weights = values["weights"]
+            wknown = {f.name for f in fields(FusionWeights)}
+            if not isinstance(weights, Mapping) or set(weights) - wknown:
+                raise ValueError("conversion.weights takes: " + ", ".join(sorted(wknown)))
+            values["weights"] = replace(FusionWeights(), **{k: float(v) for k, v in weights.items()})
+        return replace(cls(), **values)

@@ -1,0 +1,53 @@
+"""Suggestions while composing: learned completions, then dictionary predictive search.
+
+Learned (reading, surface) pairs whose reading starts with what was typed come first, best
+first. Then dictionary words whose reading extends the typed one, ranked by
+cost + 500·ln(50·remaining characters) (after Karukan's predictive search): cheap words that
+need few more characters first. Dictionary completions start from two typed characters.
+"""
+
+from __future__ import annotations
+
+import math
+
+from karukan_engine.conversion.types import Candidate
+
+PREDICTIVE_MIN_CHARS = 2
+PREDICTIVE_READINGS = 200
+
+
+def predictive_cost(cost: int, remaining_chars: int) -> float:
+    return cost + 500.0 * math.log(50.0 * max(1, remaining_chars))
+
+
+def suggestions(reading: str, learning=None, dictionary=None, limit: int = 6,
+                dictionary_limit: int = 3) -> list[Candidate]:
+    """learning: a LearningStore (prefix_lookup); dictionary: a SystemDictionary (predictive, lookup)."""
+    if not reading or limit <= 0:
+        return []
+    found: list[Candidate] = []
+    seen: set[str] = set()
+    if learning is not None:
+        for _full, surface in learning.prefix_lookup(reading, limit):
+            if surface not in seen:
+                seen.add(surface)
+                found.append(Candidate(surface, source="learning"))
+    if dictionary is not None and len(reading) >= PREDICTIVE_MIN_CHARS:
+        ranked = []
+        for full in dictionary.predictive(reading, PREDICTIVE_READINGS):
+            if full == reading:
+                continue
+            entries = dictionary.lookup(full)
+            if entries:
+                best = entries[0]
+                ranked.append((predictive_cost(best.cost, len(full) - len(reading)), full, best.surface))
+        ranked.sort()
+        added = 0
+        for _cost, _full, surface in ranked:
+            if added >= dictionary_limit:
+                break
+            if surface not in seen:
+                seen.add(surface)
+                found.append(Candidate(surface, source="dictionary"))
+                added += 1
+    return found[:limit]

@@ -1,0 +1,164 @@
+"""Learning history: committed (reading, surface) pairs rank higher next time.
+
+Each pair keeps a use count and the tick (a counter of commits) of its last use. Within a
+reading the last used surface comes first (as in Mozc), then the more frequent; the store is
+bounded and evicts by a score that blends recency and frequency.
+It is saved atomically as JSON; a corrupt file is set aside and the store starts empty.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from karukan_engine.dictionary.storage import data_dir, set_aside, write_atomic
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+DEFAULT_MAX_ENTRIES = 10000
+# One more use counts as much as being this many commits more recent.
+FREQUENCY_WEIGHT = 10
+
+
+def default_path() -> Path:
+    return data_dir() / "learning.json"
+
+
+@dataclass
+class _Use:
+    count: int
+    last: int
+
+    def score(self) -> int:
+        return self.last + FREQUENCY_WEIGHT * self.count
+
+    def rank(self) -> tuple[int, int]:
+        return (-self.last, -self.count)
+
+
+class LearningStore:
+    def __init__(self, path: Path | None = None, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+        self.path = path if path is not None else default_path()
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._uses: dict[tuple[str, str], _Use] = {}
+        self._by_reading: dict[str, set[str]] = {}
+        self._tick = 0
+        self.generation = 0   # bumps on every change so callers can drop caches
+        self._load()
+
+    # -- queries -------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._uses)
+
+    @property
+    def max_reading_length(self) -> int:
+        return max((len(r) for r in self._by_reading), default=0)
+
+    def lookup(self, reading: str) -> list[str]:
+        """Surfaces learned for exactly this reading, best first."""
+        with self._lock:
+            surfaces = self._by_reading.get(reading, ())
+            return sorted(surfaces, key=lambda s: (self._uses[(reading, s)].rank(), s))
+
+    def prefix_lookup(self, prefix: str, limit: int = 20) -> list[tuple[str, str]]:
+        """(reading, surface) pairs whose reading starts with prefix, best first."""
+        with self._lock:
+            pairs = [key for key in self._uses if key[0].startswith(prefix)]
+            pairs.sort(key=lambda k: (self._uses[k].rank(), k))
+            return pairs[:limit]
+
+    # -- updates -------------------------------------------------------------------------------
+    def record(self, reading: str, surface: str) -> None:
+        if not reading or not surface:
+            return
+        with self._lock:
+            self._tick += 1
+            use = self._uses.get((reading, surface))
+            if use is None:
+                self._uses[(reading, surface)] = _Use(1, self._tick)
+                self._by_reading.setdefault(reading, set()).add(surface)
+            else:
+                use.count += 1
+                use.last = self._tick
+            self._evict()
+            self.generation += 1
+
+    def forget(self, reading: str, surface: str) -> bool:
+        with self._lock:
+            if self._uses.pop((reading, surface), None) is None:
+                return False
+            self._unindex(reading, surface)
+            self.generation += 1
+            return True
+
+    def clear(self) -> None:
+        with self._lock:
+            self._uses.clear()
+            self._by_reading.clear()
+            self.generation += 1
+
+    def _evict(self) -> None:
+        excess = len(self._uses) - self.max_entries
+        if excess <= 0:
+            return
+        for key in sorted(self._uses, key=lambda k: self._uses[k].score())[:excess]:
+            del self._uses[key]
+            self._unindex(*key)
+
+    def _unindex(self, reading: str, surface: str) -> None:
+        surfaces = self._by_reading.get(reading)
+        if surfaces is not None:
+            surfaces.discard(surface)
+            if not surfaces:
+                del self._by_reading[reading]
+
+    # -- persistence ---------------------------------------------------------------------------
+    def save(self) -> bool:
+        """Write the store atomically. False (and a warning) when the disk refuses; the previous
+        file is then untouched and the in-memory store keeps everything."""
+        with self._lock:
+            payload = {
+                "format": FORMAT,
+                "tick": self._tick,
+                "entries": [[r, s, u.count, u.last] for (r, s), u in self._uses.items()],
+            }
+        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        try:
+            write_atomic(self.path, data)
+        except OSError as exc:
+            log.warning("could not save the learning history (%s); the previous copy is kept",
+                        exc.strerror or type(exc).__name__)
+            return False
+        return True
+
+    def _load(self) -> None:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            log.warning("could not read the learning history (%s)", exc.strerror)
+            return
+        try:
+            payload = json.loads(raw.decode("utf-8"))
+            if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+                raise ValueError("unknown format")
+            tick = int(payload["tick"])
+            uses = {}
+            for reading, surface, count, last in payload["entries"]:
+                if not (isinstance(reading, str) and isinstance(surface, str)):
+                    raise ValueError("bad entry")
+                uses[(reading, surface)] = _Use(int(count), int(last))
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            set_aside(self.path, type(exc).__name__)
+            return
+        self._tick = tick
+        self._uses = uses
+        for reading, surface in uses:
+            self._by_reading.setdefault(reading, set()).add(surface)
+        self._evict()

@@ -1,0 +1,111 @@
+"""The compiled system dictionary (Mozc OSS data, built by tools/build_dictionary.py).
+
+Readings live in a marisa trie (memory-mapped: fast common-prefix and predictive search); each
+reading's key id selects a slice of the entry arrays (lid, rid, cost, surface), cheapest first.
+The connection matrix and segmenter bits are numpy arrays loaded once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Iterator
+
+import marisa_trie
+import numpy as np
+
+from karukan_engine.kana import to_katakana
+
+DEFAULT_DIR = Path(__file__).resolve().parent.parent / "data" / "dictionary"
+_FILES = ("readings.marisa", "surfaces.marisa", "system.npz", "meta.json")
+
+SURFACE_IS_READING = -1
+SURFACE_IS_KATAKANA = -2
+
+
+@dataclass(frozen=True)
+class Entry:
+    reading: str
+    surface: str
+    lid: int
+    rid: int
+    cost: int
+
+
+class SystemDictionary:
+    def __init__(self, directory: Path = DEFAULT_DIR) -> None:
+        missing = [name for name in _FILES if not (directory / name).is_file()]
+        if missing:
+            raise FileNotFoundError(f"compiled dictionary incomplete in {directory.name}/: "
+                                    f"missing {', '.join(missing)} (run tools/build_dictionary.py)")
+        self.directory = directory
+        self.meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+        self._readings = marisa_trie.Trie()
+        self._readings.mmap(str(directory / "readings.marisa"))
+        self._surfaces = marisa_trie.Trie()
+        self._surfaces.mmap(str(directory / "surfaces.marisa"))
+        with np.load(directory / "system.npz") as arrays:
+            self.offsets = arrays["offsets"]
+            self.lid = arrays["lid"]
+            self.rid = arrays["rid"]
+            self.cost = arrays["cost"]
+            self.surface_ids = arrays["surface"]
+            self.matrix = arrays["matrix"]
+            self._segmenter_bits = arrays["segmenter"]
+            self.prefix_penalty = arrays["prefix_penalty"]
+            self.suffix_penalty = arrays["suffix_penalty"]
+        self.pos_size = int(self.matrix.shape[0])
+
+    @cached_property
+    def segmenter(self) -> np.ndarray:
+        """bool[rid, lid]: a bunsetsu boundary lies between these two words."""
+        return np.unpackbits(self._segmenter_bits, axis=1, count=self.pos_size).astype(bool)
+
+    @property
+    def user_pos(self) -> dict[str, int]:
+        return self.meta["user_pos"]
+
+    def connection(self, rid: int, lid: int) -> int:
+        return int(self.matrix[rid, lid])
+
+    def surface(self, reading: str, surface_id: int) -> str:
+        if surface_id == SURFACE_IS_READING:
+            return reading
+        if surface_id == SURFACE_IS_KATAKANA:
+            return to_katakana(reading)
+        return self._surfaces.restore_key(int(surface_id))
+
+    def key_range(self, reading: str) -> tuple[int, int] | None:
+        """Entry index range [start, stop) of an exact reading, or None."""
+        key = self._readings.get(reading)
+        if key is None:
+            return None
+        return int(self.offsets[key]), int(self.offsets[key + 1])
+
+    def prefixes(self, text: str) -> list[str]:
+        """Readings in the dictionary that are prefixes of text (common-prefix search)."""
+        return self._readings.prefixes(text)
+
+    def predictive(self, prefix: str, limit: int = 50) -> list[str]:
+        """Readings starting with prefix (predictive search), in trie order, at most limit."""
+        result = []
+        for key in self._readings.iterkeys(prefix):
+            result.append(key)
+            if len(result) >= limit:
+                break
+        return result
+
+    def lookup(self, reading: str) -> list[Entry]:
+        """All entries of an exact reading, cheapest first."""
+        span = self.key_range(reading)
+        if span is None:
+            return []
+        return [Entry(reading, self.surface(reading, int(self.surface_ids[i])), int(self.lid[i]),
+                      int(self.rid[i]), int(self.cost[i])) for i in range(*span)]
+
+    def iter_entries(self) -> Iterator[Entry]:
+        """Every entry (for tests and tools; slow)."""
+        for reading in self._readings.iterkeys():
+            yield from self.lookup(reading)

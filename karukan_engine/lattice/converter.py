@@ -1,0 +1,192 @@
+"""LatticeConverter: the dictionary converter (Converter protocol) over Mozc's OSS data.
+
+convert(): best path (Viterbi) -> bunsetsu segments (Mozc's segmenter rules, user-fixed
+boundaries kept); each segment's candidates are the N-best spellings of its span inside one
+bunsetsu, between its neighbours on the best path, followed by learned words and variants.
+candidates(): N-best whole-reading paths, deduplicated by surface.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Sequence
+
+from karukan_engine.conversion.types import Candidate, ConversionRequest, Segment
+from karukan_engine.dictionary.learning import LearningStore
+from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
+from karukan_engine.dictionary.user_dictionary import UserDictionary
+from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
+from karukan_engine.lattice.search import SearchSpace
+from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
+from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
+from karukan_engine.lattice.variants import (
+    load_symbols,
+    merge,
+    number_variants,
+    script_variants,
+    symbol_variants,
+)
+
+SEGMENT_ALTERNATIVES = 20
+# bounds on A* pops: whole-reading N-best, and each segment's alternatives
+MAX_EXPANSIONS = 20000
+SEGMENT_EXPANSIONS = 400
+# Segment candidates depend only on the span's text, its neighbours' POS ids and the user data,
+# so resizing or re-converting reuses the segments that did not change.
+SEGMENT_CACHE_SIZE = 256
+
+
+class _Analysis:
+    """One reading's lattice and its unconstrained search (cached between calls)."""
+
+    def __init__(self, lattice: Lattice, space: SearchSpace, cuts: list[int]) -> None:
+        self.lattice = lattice
+        self.space = space
+        self.cuts = cuts
+        self.path = space.best_path()
+        self.segments: list[Segment] | None = None   # convert()'s result, computed once
+
+
+class LatticeConverter:
+    def __init__(self, dictionary: SystemDictionary, user_dictionary: UserDictionary | None = None,
+                 learning: LearningStore | None = None) -> None:
+        self.dictionary = dictionary
+        self.user_dictionary = user_dictionary
+        self.learning = learning
+        sources = []
+        if user_dictionary is not None:
+            sources.append(UserWordSource(user_dictionary, dictionary))
+        if learning is not None:
+            sources.append(LearnedWordSource(learning, dictionary))
+        self.builder = LatticeBuilder(dictionary, sources)
+        self.symbols = load_symbols(dictionary.directory / "symbols.tsv")
+        self._lock = threading.Lock()
+        self._cache: tuple[tuple, _Analysis] | None = None
+        self._segment_cache: OrderedDict[tuple, tuple[Candidate, ...]] = OrderedDict()
+
+    @classmethod
+    def load_default(cls, directory: Path = DEFAULT_DIR) -> "LatticeConverter":
+        """The bundled system dictionary with the user's dictionary and learning history.
+        Raises FileNotFoundError when the compiled dictionary is missing."""
+        dictionary = SystemDictionary(directory)
+        user = UserDictionary(pos_names=dictionary.user_pos)
+        return cls(dictionary, user, LearningStore())
+
+    def clear_cache(self) -> None:
+        """Forget the last analysis (benchmarks; the cache is otherwise keyed safely)."""
+        with self._lock:
+            self._cache = None
+            self._segment_cache.clear()
+
+    # -- analysis ------------------------------------------------------------------------------
+    def _generations(self) -> tuple[int, int]:
+        if self.user_dictionary is not None:
+            self.user_dictionary.reload_if_changed()
+        return (self.user_dictionary.generation if self.user_dictionary else 0,
+                self.learning.generation if self.learning else 0)
+
+    def _analyse(self, request: ConversionRequest) -> _Analysis:
+        cuts = fixed_cuts(len(request.reading), tuple(request.fixed_lengths))
+        key = (request.reading, tuple(cuts), self._generations())
+        with self._lock:
+            if self._cache is not None and self._cache[0] == key:
+                return self._cache[1]
+        lattice = self.builder.build(request.reading, cuts)
+        space = SearchSpace(lattice, self.dictionary, 0, len(request.reading))
+        analysis = _Analysis(lattice, space, cuts)
+        with self._lock:
+            self._cache = (key, analysis)
+        return analysis
+
+    # -- Converter protocol --------------------------------------------------------------------
+    def live(self, request: ConversionRequest) -> str:
+        if not request.reading:
+            return ""
+        analysis = self._analyse(request)
+        return "".join(analysis.lattice.surface(n) for n in analysis.path)
+
+    def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
+        if not request.reading or n <= 0:
+            return []
+        analysis = self._analyse(request)
+        found = []
+        for _, path in analysis.space.paths(MAX_EXPANSIONS):
+            surface = "".join(analysis.lattice.surface(node) for node in path)
+            sources = {analysis.lattice.source(node) for node in path}
+            source = next((s for s in ("learning", "user") if s in sources), "dictionary")
+            found.append(Candidate(surface, "", source))
+            if len({c.surface for c in found}) >= n:
+                break
+        tail = script_variants(request.reading) if len(request.reading) <= 40 else []
+        return merge(found, tail, limit=n)
+
+    def convert(self, request: ConversionRequest) -> list[Segment]:
+        if not request.reading:
+            return []
+        analysis = self._analyse(request)
+        if analysis.segments is None:
+            analysis.segments = self._segments(request.reading, analysis)
+        return list(analysis.segments)
+
+    def _segments(self, reading: str, analysis: _Analysis) -> list[Segment]:
+        lattice, path, space = analysis.lattice, analysis.path, analysis.space
+        spans = segment_spans(
+            [int(space.start[x]) for x in path], [int(space.end[x]) for x in path],
+            [int(space.lid[x]) for x in path], [int(space.rid[x]) for x in path],
+            self.dictionary.segmenter, len(reading), analysis.cuts)
+        segments = []
+        for lo, hi in spans:
+            inner = [x for x in path if lo <= space.start[x] and space.end[x] <= hi]
+            before = [x for x in path if space.end[x] == lo]
+            after = [x for x in path if space.start[x] == hi]
+            bos_rid = int(space.rid[before[-1]]) if before else 0
+            eos_lid = int(space.lid[after[0]]) if after else 0
+            best = Candidate("".join(lattice.surface(x) for x in inner), "",
+                             _source_of(lattice, inner))
+            key = (reading[lo:hi], bos_rid, eos_lid, best, self._generations())
+            with self._lock:
+                candidates = self._segment_cache.get(key)
+                if candidates is not None:
+                    self._segment_cache.move_to_end(key)
+            if candidates is None:
+                candidates = tuple(self._segment_candidates(lattice, lo, hi, bos_rid, eos_lid, best))
+                with self._lock:
+                    self._segment_cache[key] = candidates
+                    while len(self._segment_cache) > SEGMENT_CACHE_SIZE:
+                        self._segment_cache.popitem(last=False)
+            segments.append(Segment(reading[lo:hi], candidates))
+        return segments
+
+    def record(self, pairs: Sequence[tuple[str, str]], left_context: str = "") -> None:
+        if self.learning is None:
+            return
+        for reading, surface in pairs:
+            self.learning.record(reading, surface)
+        self.learning.save()
+
+    # -- segment candidates --------------------------------------------------------------------
+    def _segment_candidates(self, lattice: Lattice, lo: int, hi: int, bos_rid: int, eos_lid: int,
+                            best: Candidate) -> list[Candidate]:
+        reading = lattice.reading[lo:hi]
+        space = SearchSpace(lattice, self.dictionary, lo, hi, bos_rid, eos_lid, inside_segment=True)
+        if not space.reachable:   # no single-bunsetsu spelling: let words of any kind join
+            space = SearchSpace(lattice, self.dictionary, lo, hi, bos_rid, eos_lid)
+        alternatives = []
+        seen = set()
+        for _, nodes in space.paths(SEGMENT_EXPANSIONS):
+            surface = "".join(lattice.surface(x) for x in nodes)
+            if surface not in seen:
+                seen.add(surface)
+                alternatives.append(Candidate(surface, "", _source_of(lattice, nodes)))
+                if len(alternatives) >= SEGMENT_ALTERNATIVES:
+                    break
+        learned = [Candidate(s, "", "learning") for s in self.learning.lookup(reading)] if self.learning else []
+        return merge([best], learned, alternatives, number_variants(best.surface),
+                     script_variants(reading), symbol_variants(reading, self.symbols))
+
+
+def _source_of(lattice: Lattice, nodes: Sequence[int]) -> str:
+    sources = {lattice.source(x) for x in nodes}
+    return next((s for s in ("learning", "user") if s in sources), "dictionary")

@@ -1,0 +1,185 @@
+"""The word lattice over a reading: every dictionary word matching at each position, plus words
+from extra sources (user dictionary, learning) and fallback nodes so a path always exists.
+
+Nodes are kept as parallel numpy arrays (start, end, lid, rid, cost) for the vectorised search;
+surfaces are decoded only for the nodes a result uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Protocol
+
+import numpy as np
+
+from karukan_engine.dictionary.system import SystemDictionary
+
+# A kana no word covers stays kana, but only as a last resort.
+UNKNOWN_KANA_COST = 12000
+# Digits and Latin letters have no dictionary words: a run of them passes through cheaply.
+PASS_THROUGH_COST = 2000
+PASS_THROUGH_CHAR_COST = 6000
+# A reading's entries are stored cheapest first; the long tail (rare kanji) only slows the search.
+MAX_ENTRIES_PER_READING = 120
+
+
+@dataclass(frozen=True)
+class ExtraWord:
+    """A word from outside the system dictionary (user dictionary, learning history)."""
+
+    reading: str
+    surface: str
+    lid: int
+    rid: int
+    cost: int
+    source: str
+
+
+class WordSource(Protocol):
+    """Words to add to the lattice for a reading that starts at some position."""
+
+    def words_at(self, text: str, start: int) -> Iterable[ExtraWord]: ...
+
+
+def char_class(ch: str) -> str:
+    if "0" <= ch <= "9" or "０" <= ch <= "９":
+        return "digit"
+    if ch.isascii() and ch.isalpha() or "Ａ" <= ch <= "Ｚ" or "ａ" <= ch <= "ｚ":
+        return "alpha"
+    if "\u3041" <= ch <= "\u309f" or ch == "ー":
+        return "kana"
+    return "other"
+
+
+@dataclass
+class Lattice:
+    """All candidate words of one reading. Index 0 is BOS, index 1 is EOS."""
+
+    reading: str
+    start: np.ndarray
+    end: np.ndarray
+    lid: np.ndarray
+    rid: np.ndarray
+    cost: np.ndarray
+    # surface id of dictionary nodes (see SystemDictionary.surface); other nodes: _extra_surfaces
+    surface_id: np.ndarray
+    _extra_surfaces: dict[int, str]
+    _extra_sources: dict[int, str]
+    _decode: Callable[[str, int], str] = field(repr=False, default=lambda r, i: r)
+
+    def __len__(self) -> int:
+        return int(self.start.size)
+
+    def surface(self, node: int) -> str:
+        text = self._extra_surfaces.get(node)
+        if text is None:   # decode once; N-best revisits the same nodes many times
+            text = self._decode(self.node_reading(node), int(self.surface_id[node]))
+            self._extra_surfaces[node] = text
+        return text
+
+    def source(self, node: int) -> str:
+        return self._extra_sources.get(node, "dictionary")
+
+    def node_reading(self, node: int) -> str:
+        return self.reading[self.start[node]:self.end[node]]
+
+
+class LatticeBuilder:
+    """Builds lattices from the system dictionary plus any extra word sources."""
+
+    def __init__(self, dictionary: SystemDictionary, sources: Iterable[WordSource] = ()) -> None:
+        self.dictionary = dictionary
+        self.sources = list(sources)
+        meta = dictionary.meta
+        self._class_pos = {"kana": meta["noun_id"], "digit": meta["number_id"],
+                           "alpha": meta["alphabet_id"], "other": meta["symbol_id"]}
+
+    def build(self, reading: str, cuts: Iterable[int] = ()) -> Lattice:
+        """cuts: positions no word may cross (boundaries the user fixed)."""
+        d = self.dictionary
+        n = len(reading)
+        limit = _next_cut_table(n, cuts)
+        starts: list[np.ndarray] = [np.array([0, n])]
+        ends: list[np.ndarray] = [np.array([0, n])]
+        lids: list[np.ndarray] = [np.array([0, 0])]
+        rids: list[np.ndarray] = [np.array([0, 0])]
+        costs: list[np.ndarray] = [np.array([0, 0])]
+        surface_ids: list[np.ndarray] = [np.array([0, 0])]
+        extra_surfaces = {0: "", 1: ""}
+        extra_sources = {0: "bos", 1: "eos"}
+        count_so_far = 2
+
+        def add_one(j: int, surface: str, lid: int, rid: int, cost: int, source: str) -> None:
+            nonlocal count_so_far
+            starts.append(np.array([i]))
+            ends.append(np.array([j]))
+            lids.append(np.array([lid]))
+            rids.append(np.array([rid]))
+            costs.append(np.array([cost]))
+            surface_ids.append(np.array([0]))
+            extra_surfaces[count_so_far] = surface
+            extra_sources[count_so_far] = source
+            count_so_far += 1
+        covered = np.zeros((n + 1, n + 1), dtype=bool)
+        for i in range(n):
+            for word in d.prefixes(reading[i:limit[i]]):
+                span = d.key_range(word)
+                if span is None:
+                    continue
+                a, b = span
+                b = min(b, a + MAX_ENTRIES_PER_READING)
+                j = i + len(word)
+                count = b - a
+                starts.append(np.full(count, i))
+                ends.append(np.full(count, j))
+                lids.append(d.lid[a:b])
+                rids.append(d.rid[a:b])
+                costs.append(d.cost[a:b])
+                surface_ids.append(d.surface_ids[a:b])
+                count_so_far += count
+                covered[i, j] = True
+            for source in self.sources:
+                for extra in source.words_at(reading, i):
+                    j = i + len(extra.reading)
+                    if j <= limit[i]:
+                        add_one(j, extra.surface, extra.lid, extra.rid, extra.cost, extra.source)
+            for j, surface, pos, cost in self._fallbacks(reading, i, limit[i], covered):
+                add_one(j, surface, pos, pos, cost, "fallback")
+        return Lattice(
+            reading=reading,
+            start=np.concatenate(starts).astype(np.int32),
+            end=np.concatenate(ends).astype(np.int32),
+            lid=np.concatenate(lids).astype(np.int32),
+            rid=np.concatenate(rids).astype(np.int32),
+            cost=np.concatenate(costs).astype(np.int64),
+            surface_id=np.concatenate(surface_ids).astype(np.int32),
+            _extra_surfaces=extra_surfaces,
+            _extra_sources=extra_sources,
+            _decode=d.surface,
+        )
+
+    def _fallbacks(self, reading: str, i: int, limit: int, covered: np.ndarray):
+        """Single characters nothing covers, and whole digit/Latin runs passing through."""
+        ch = reading[i]
+        kind = char_class(ch)
+        pos = self._class_pos[kind]
+        if not covered[i, i + 1]:
+            yield i + 1, ch, pos, UNKNOWN_KANA_COST if kind == "kana" else PASS_THROUGH_CHAR_COST
+        if kind in ("digit", "alpha") and (i == 0 or char_class(reading[i - 1]) != kind):
+            j = i + 1
+            while j < limit and char_class(reading[j]) == kind:
+                j += 1
+            if j > i + 1 and not covered[i, j]:
+                yield j, reading[i:j], pos, PASS_THROUGH_COST
+
+
+def _next_cut_table(n: int, cuts: Iterable[int]) -> list[int]:
+    """For each position, the farthest end a word starting there may have."""
+    inner = sorted({c for c in cuts if 0 < c < n})
+    table = []
+    k = 0
+    for i in range(n):
+        while k < len(inner) and inner[k] <= i:
+            k += 1
+        table.append(inner[k] if k < len(inner) else n)
+    return table

@@ -1,0 +1,213 @@
+"""Best path (Viterbi) and N-best paths (exact A* backwards) over a lattice span.
+
+A search runs over the words inside [lo, hi) of a lattice, between a virtual start whose right
+POS id is bos_rid and a virtual end whose left POS id is eos_lid. With inside_segment=True the
+path must stay inside one bunsetsu: transitions the segmenter marks as boundaries are forbidden,
+and the segment's first/last words pay Mozc's prefix/suffix boundary penalties.
+
+Path cost = sum of word costs + sum of connection costs matrix[left.rid, right.lid].
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+
+from karukan_engine.dictionary.system import SystemDictionary
+from karukan_engine.lattice.lattice import Lattice
+
+INF = 1 << 50
+BOS, EOS = 0, 1
+
+
+@dataclass
+class SearchSpace:
+    lattice: Lattice
+    dictionary: SystemDictionary
+    lo: int
+    hi: int
+    bos_rid: int = 0
+    eos_lid: int = 0
+    inside_segment: bool = False
+    alpha: np.ndarray = field(init=False)        # best cost from the start through each node
+    _preds: dict = field(init=False, default_factory=dict)
+    _pred_by_node: dict = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        lat = self.lattice
+        self.start = lat.start.copy()
+        self.end = lat.end.copy()
+        self.lid = lat.lid.copy()
+        self.rid = lat.rid.copy()
+        self.cost = lat.cost.copy()
+        self.start[BOS] = self.end[BOS] = self.lo
+        self.start[EOS] = self.end[EOS] = self.hi
+        self.rid[BOS] = self.bos_rid
+        self.lid[EOS] = self.eos_lid
+        inside = (self.start >= self.lo) & (self.end <= self.hi)
+        inside[[BOS, EOS]] = False
+        self.members = np.flatnonzero(inside)
+        if self.inside_segment:
+            d = self.dictionary
+            first = self.members[self.start[self.members] == self.lo]
+            last = self.members[self.end[self.members] == self.hi]
+            self.cost[first] += d.prefix_penalty[self.lid[first]]
+            self.cost[last] += d.suffix_penalty[self.rid[last]]
+        self._index()
+        self._forward()
+
+    # -- transitions -------------------------------------------------------------------------
+    def _transition(self, rids: np.ndarray, lids: np.ndarray, position: int, to_eos: bool) -> np.ndarray:
+        """Connection costs [len(rids), len(lids)], INF where the transition is forbidden."""
+        rows, columns = rids[:, None], lids[None, :]
+        costs = self.dictionary.matrix[rows, columns].astype(np.int64)
+        if self.inside_segment and position != self.lo and not to_eos:
+            costs[self.dictionary.segmenter[rows, columns]] = INF
+        return costs
+
+    def _index(self) -> None:
+        """Group the member nodes once: by (start, lid) for the nodes leaving a position and by
+        (end, rid) for the nodes arriving at one, since a transition depends only on (rid, lid)."""
+        m = self.members
+        positions = np.arange(self.lo, self.hi + 2)
+        by_start = m[np.lexsort((self.lid[m], self.start[m]))]
+        key = self.start[by_start].astype(np.int64) * 65536 + self.lid[by_start]
+        new_group = np.ones(key.size, dtype=bool)
+        new_group[1:] = key[1:] != key[:-1]
+        self._by_start = by_start
+        self._start_bounds = np.searchsorted(self.start[by_start], positions)
+        self._start_group = np.cumsum(new_group) - 1      # lid group of each node
+        self._start_group_lid = self.lid[by_start][new_group]
+        by_end = m[np.lexsort((self.rid[m], self.end[m]))]
+        key = self.end[by_end].astype(np.int64) * 65536 + self.rid[by_end]
+        new_group = np.ones(key.size, dtype=bool)
+        new_group[1:] = key[1:] != key[:-1]
+        self._by_end = by_end
+        self._end_bounds = np.searchsorted(self.end[by_end], positions)
+        self._end_group_starts = np.flatnonzero(new_group)
+        self._end_group_rid = self.rid[by_end][new_group]
+
+    def _ending(self, position: int) -> np.ndarray:
+        """Nodes ending at position (the start node alone at lo)."""
+        if position == self.lo:
+            return np.array([BOS])
+        i = position - self.lo
+        return self._by_end[self._end_bounds[i]:self._end_bounds[i + 1]]
+
+    def _forward(self) -> None:
+        self.alpha = np.full(len(self.lattice), INF, dtype=np.int64)
+        self.alpha[BOS] = 0
+        group_starts, group_rid = self._end_group_starts, self._end_group_rid
+        for p in range(self.lo, self.hi + 1):
+            i = p - self.lo
+            if p == self.hi:
+                nodes = np.array([EOS])
+                ulid, inverse = self.lid[nodes], np.zeros(1, dtype=np.int64)
+            else:
+                a, b = self._start_bounds[i], self._start_bounds[i + 1]
+                if a == b:
+                    continue
+                nodes = self._by_start[a:b]
+                g0 = self._start_group[a]
+                ulid = self._start_group_lid[g0:self._start_group[b - 1] + 1]
+                inverse = self._start_group[a:b] - g0
+            if p == self.lo:
+                urid, ubest = np.array([self.bos_rid]), np.zeros(1, dtype=np.int64)
+            else:
+                a, b = self._end_bounds[i], self._end_bounds[i + 1]
+                if a == b:
+                    continue
+                # cheapest arrival per right POS id
+                first, last = np.searchsorted(group_starts, (a, b))
+                urid = group_rid[first:last]
+                ubest = np.minimum.reduceat(self.alpha[self._by_end[a:b]], group_starts[first:last] - a)
+            best = (self._transition(urid, ulid, p, p == self.hi) + ubest[:, None]).min(axis=0)
+            self.alpha[nodes] = np.minimum(best[inverse] + self.cost[nodes], INF)
+
+    # -- results -----------------------------------------------------------------------------
+    @property
+    def reachable(self) -> bool:
+        return bool(self.alpha[EOS] < INF)
+
+    def best_path(self) -> list[int]:
+        """Nodes of the cheapest path (without BOS/EOS); [] when no path exists."""
+        if not self.reachable:
+            return []
+        path = []
+        node = self._predecessors(EOS)[0][0]
+        while node != BOS:
+            path.append(node)
+            node = self._predecessors(node)[0][0]
+        return path[::-1]
+
+    def path_cost(self, path: list[int]) -> int:
+        nodes = [BOS, *path, EOS]
+        total = 0
+        for left, right in zip(nodes, nodes[1:]):
+            total += int(self.dictionary.matrix[self.rid[left], self.lid[right]]) + int(self.cost[right])
+        return total
+
+    def _predecessors(self, node: int) -> tuple[list[int], list[int]]:
+        """Nodes that can precede node, sorted by alpha + connection cost (as Python lists: the
+        A* loop indexes them one at a time). Cached per node and per (start, lid)."""
+        cached = self._pred_by_node.get(node)
+        if cached is not None:
+            return cached
+        key = (int(self.start[node]), int(self.lid[node]), node == EOS)
+        cached = self._preds.get(key)
+        if cached is None:
+            prev = self._ending(key[0])
+            rids, lid = self.rid[prev], key[1]
+            conn = self.dictionary.matrix[rids, lid].astype(np.int64)
+            if self.inside_segment and key[0] != self.lo and node != EOS:
+                conn[self.dictionary.segmenter[rids, lid]] = INF
+            score = self.alpha[prev] + conn
+            ok = score < INF
+            prev, score = prev[ok], score[ok]
+            order = np.argsort(score, kind="stable")
+            cached = (prev[order].tolist(), score[order].tolist())
+            self._preds[key] = cached
+        self._pred_by_node[node] = cached
+        return cached
+
+    def paths(self, max_expansions: int = 20000) -> Iterator[tuple[int, list[int]]]:
+        """All paths, cheapest first: (cost, nodes without BOS/EOS).
+
+        Backward A* with the exact forward cost as heuristic; each popped state pushes its own
+        best predecessor and its next sibling only, so every path is produced exactly once.
+        """
+        if not self.reachable:
+            return
+        alpha = self.alpha.tolist()
+        cost = self.cost.tolist()
+        # state: (f, tie, node, base, chain, parent_node, rank); base = cost of everything after node
+        # up to EOS plus the parent's word cost; chain = the nodes after node, as a linked tuple
+        heap: list = [(alpha[EOS], 0, EOS, 0, None, -1, 0)]
+        tie = 1
+        expansions = 0
+        while heap and expansions < max_expansions:
+            f, _, node, base, chain, parent, rank = heapq.heappop(heap)
+            expansions += 1
+            if parent >= 0:  # the sibling: next predecessor of the same parent
+                preds, scores = self._predecessors(parent)
+                if rank + 1 < len(preds):
+                    heapq.heappush(heap, (scores[rank + 1] + base, tie, preds[rank + 1],
+                                          base, chain, parent, rank + 1))
+                    tie += 1
+            if node == BOS:
+                path = []
+                link = chain
+                while link is not None:
+                    path.append(link[0])
+                    link = link[1]
+                yield f, path[:-1]   # the last link is EOS
+                continue
+            preds, scores = self._predecessors(node)
+            if preds:
+                new_base = f - alpha[node] + cost[node]
+                heapq.heappush(heap, (scores[0] + new_base, tie, preds[0], new_base,
+                                      (node, chain), node, 0))
+                tie += 1

@@ -1,0 +1,97 @@
+"""Words from the user dictionary and the learning history, as lattice nodes."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from karukan_engine.dictionary.learning import LearningStore
+from karukan_engine.dictionary.system import SystemDictionary
+from karukan_engine.dictionary.user_dictionary import UserDictionary
+from karukan_engine.lattice.lattice import ExtraWord, LatticeBuilder
+from karukan_engine.lattice.search import SearchSpace
+
+# A user word with no system word of the same reading costs about as much as a common noun.
+USER_WORD_COST = 3000
+# How much cheaper a learned conversion is than the best the dictionary offers for its reading.
+LEARNED_BONUS = 300
+
+
+def _best_cost(dictionary: SystemDictionary, reading: str) -> int | None:
+    span = dictionary.key_range(reading)
+    return int(dictionary.cost[span[0]]) if span else None
+
+
+class UserWordSource:
+    """User words: the POS id of their user POS; cost just under the best system word of the
+    same reading (so they come first on their own, and context still decides in a sentence)."""
+
+    def __init__(self, user_dictionary: UserDictionary, dictionary: SystemDictionary) -> None:
+        self.user_dictionary = user_dictionary
+        self.dictionary = dictionary
+        self._generation = -1
+        self._index: dict[str, list[ExtraWord]] = {}
+
+    def _refresh(self) -> None:
+        if self._generation == self.user_dictionary.generation:
+            return
+        noun = self.dictionary.meta["noun_id"]
+        index: dict[str, list[ExtraWord]] = {}
+        for word in self.user_dictionary.words:
+            pos = self.dictionary.user_pos.get(word.pos, noun)
+            best = _best_cost(self.dictionary, word.reading)
+            cost = USER_WORD_COST if best is None else max(0, best - 1)
+            index.setdefault(word.reading, []).append(ExtraWord(word.reading, word.surface, pos, pos, cost, "user"))
+        self._index = index
+        self._generation = self.user_dictionary.generation
+
+    def words_at(self, text: str, start: int) -> Iterator[ExtraWord]:
+        self._refresh()
+        if not self._index:
+            return
+        longest = max(len(r) for r in self._index)
+        for end in range(start + 1, min(len(text), start + longest) + 1):
+            yield from self._index.get(text[start:end], ())
+
+
+class LearnedWordSource:
+    """Learned conversions: a node spanning the learned reading, with the POS ids of the words
+    it is made of (found by searching the reading alone) and a cost below the best alternative."""
+
+    def __init__(self, store: LearningStore, dictionary: SystemDictionary) -> None:
+        self.store = store
+        self.dictionary = dictionary
+        self._plain = LatticeBuilder(dictionary)
+        self._shapes: dict[tuple[str, str], tuple[int, int, int]] = {}
+        self._longest = (-1, 0)   # (store generation, longest learned reading)
+
+    def _shape(self, reading: str, surface: str) -> tuple[int, int, int]:
+        """(lid, rid, cost) of the node for a learned pair."""
+        key = (reading, surface)
+        if key not in self._shapes:
+            self._shapes[key] = self._find_shape(reading, surface)
+        return self._shapes[key]
+
+    def _find_shape(self, reading: str, surface: str) -> tuple[int, int, int]:
+        lattice = self._plain.build(reading)
+        space = SearchSpace(lattice, self.dictionary, 0, len(reading))
+        matrix = self.dictionary.matrix
+        best_inner = None
+        for cost, path in space.paths(max_expansions=3000):
+            lid, rid = int(space.lid[path[0]]), int(space.rid[path[-1]])
+            inner = cost - int(matrix[0, lid]) - int(matrix[rid, 0])
+            best_inner = inner if best_inner is None else min(best_inner, inner)
+            if "".join(lattice.surface(n) for n in path) == surface:
+                return lid, rid, max(0, best_inner - LEARNED_BONUS)
+        # a surface the dictionary cannot spell (a script variant, say): treat it as a noun
+        noun = self.dictionary.meta["noun_id"]
+        return noun, noun, USER_WORD_COST if best_inner is None else max(0, best_inner - LEARNED_BONUS)
+
+    def words_at(self, text: str, start: int) -> Iterator[ExtraWord]:
+        if self._longest[0] != self.store.generation:
+            self._longest = (self.store.generation, self.store.max_reading_length)
+        longest = self._longest[1]
+        for end in range(start + 1, min(len(text), start + longest) + 1):
+            reading = text[start:end]
+            for surface in self.store.lookup(reading):
+                lid, rid, cost = self._shape(reading, surface)
+                yield ExtraWord(reading, surface, lid, rid, cost, "learning")

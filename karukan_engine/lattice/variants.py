@@ -1,0 +1,107 @@
+"""Rewriters: extra ways to write a segment (script and width variants, numbers, symbols)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from karukan_engine.conversion.types import Candidate
+from karukan_engine.kana import (
+    to_fullwidth_ascii,
+    to_halfwidth_ascii,
+    to_halfwidth_katakana,
+    to_hiragana,
+    to_katakana,
+)
+
+_DIGITS = re.compile(r"[0-9０-９]+")
+_KANJI_DIGITS = "〇一二三四五六七八九"
+_SMALL_UNITS = ((1000, "千"), (100, "百"), (10, "十"))
+_LARGE_UNITS = ("", "万", "億", "兆", "京")
+
+
+def kanji_digits(number: str) -> str:
+    """1024 -> 一〇二四 (digit by digit)."""
+    return "".join(_KANJI_DIGITS[int(ch)] for ch in to_halfwidth_ascii(number))
+
+
+def kanji_number(number: str) -> str | None:
+    """1024 -> 千二十四 (positional); None when too large or with leading zeros."""
+    digits = to_halfwidth_ascii(number)
+    if len(digits) > 4 * len(_LARGE_UNITS) or (len(digits) > 1 and digits[0] == "0"):
+        return None
+    value = int(digits)
+    if value == 0:
+        return "〇"
+    groups = []
+    unit = 0
+    while value:
+        value, group = divmod(value, 10000)
+        if group:
+            text = ""
+            for size, name in _SMALL_UNITS:
+                count, group = divmod(group, size)
+                if count:
+                    text += ("" if count == 1 else _KANJI_DIGITS[count]) + name
+            if group:
+                text += _KANJI_DIGITS[group]
+            groups.append(text + _LARGE_UNITS[unit])
+        unit += 1
+    return "".join(reversed(groups))
+
+
+def load_symbols(path: Path) -> dict[str, list[tuple[str, str]]]:
+    """symbols.tsv (reading, symbol, description) -> reading -> [(symbol, description)]."""
+    table: dict[str, list[tuple[str, str]]] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            fields = line.split("\t")
+            if len(fields) >= 2:
+                table.setdefault(fields[0], []).append((fields[1], fields[2] if len(fields) > 2 else ""))
+    return table
+
+
+def script_variants(reading: str) -> list[Candidate]:
+    """Hiragana, katakana, half-width katakana; for Latin input, full/half-width."""
+    out = [
+        Candidate(to_hiragana(reading), "ひらがな", "variant"),
+        Candidate(to_katakana(reading), "[全]カタカナ", "variant"),
+        Candidate(to_halfwidth_katakana(to_katakana(reading)), "[半]カタカナ", "variant"),
+    ]
+    if any(ch.isascii() and ch.isalnum() for ch in reading):
+        out.append(Candidate(to_fullwidth_ascii(reading), "[全]英数", "variant"))
+        out.append(Candidate(to_halfwidth_ascii(reading), "[半]英数", "variant"))
+    return out
+
+
+def number_variants(surface: str) -> list[Candidate]:
+    """Digit runs in a surface written as half-width, full-width and kanji numerals."""
+    if not _DIGITS.search(surface):
+        return []
+    out = [
+        Candidate(_DIGITS.sub(lambda m: to_halfwidth_ascii(m.group()), surface), "[半]数字", "variant"),
+        Candidate(_DIGITS.sub(lambda m: to_fullwidth_ascii(m.group()), surface), "[全]数字", "variant"),
+    ]
+    if all(kanji_number(m.group()) for m in _DIGITS.finditer(surface)):
+        out.append(Candidate(_DIGITS.sub(lambda m: kanji_number(m.group()) or "", surface), "漢数字", "variant"))
+    out.append(Candidate(_DIGITS.sub(lambda m: kanji_digits(m.group()), surface), "漢数字", "variant"))
+    return out
+
+
+def symbol_variants(reading: str, symbols: dict[str, list[tuple[str, str]]]) -> list[Candidate]:
+    return [Candidate(symbol, f"[記号]{description}" if description else "[記号]", "variant")
+            for symbol, description in symbols.get(reading, ())]
+
+
+def merge(*groups: list[Candidate], limit: int | None = None) -> list[Candidate]:
+    """Concatenate candidate lists keeping the first occurrence of each surface."""
+    seen: set[str] = set()
+    out = []
+    for group in groups:
+        for cand in group:
+            if cand.surface and cand.surface not in seen:
+                seen.add(cand.surface)
+                out.append(cand)
+                if limit is not None and len(out) >= limit:
+                    return out
+    return out

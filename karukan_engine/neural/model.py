@@ -1,0 +1,203 @@
+"""A loaded kana-kanji model: prompt building, greedy, beam and NLL scoring on llama.cpp.
+
+The llama model (weights) is shared; every thread gets its own GreedySession, BeamSearcher and
+NllScorer (llama contexts are not thread-safe), created on first use and freed by close().
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from karukan_engine.neural.beam import BeamSearcher, Hypothesis, clamp_beam
+from karukan_engine.neural.errors import ModelNotFoundError, NeuralError, PromptTooLongError
+from karukan_engine.neural.generation import Generation
+from karukan_engine.neural.greedy import GreedySession
+from karukan_engine.neural.nll import NllScorer
+from karukan_engine.neural.prompt import DEFAULT_MAX_CONTEXT_CHARS, Prompt, build_prompt, clean_output, clean_text
+from karukan_engine.neural.runtime import LlamaModel
+from karukan_engine.neural.tokenizer import GgufTokenizer, HfTokenizer, Tokenizer, encode_prompt
+
+TOKENIZER_FILE = "tokenizer.json"
+DEFAULT_MAX_NEW = 50
+
+
+def default_threads() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    n_threads: int = field(default_factory=default_threads)
+    max_context_chars: int = DEFAULT_MAX_CONTEXT_CHARS
+    # GGUF metadata overrides, e.g. {"tokenizer.ggml.eos_token_id": 3}.
+    kv_overrides: Mapping[str, object] = field(default_factory=dict)
+    # "auto": tokenizer.json beside the GGUF if present, else the GGUF vocabulary; or "gguf".
+    tokenizer: str = "auto"
+
+
+def find_gguf(source: str | Path) -> Path:
+    """A GGUF path, or the single (first by name) `*.gguf` inside a model directory."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        candidates = sorted(path.glob("*.gguf"))
+        if not candidates:
+            raise ModelNotFoundError(f"no .gguf file in {path}")
+        return candidates[0]
+    if not path.exists():
+        raise ModelNotFoundError(f"model file not found: {path}")
+    return path
+
+
+class NeuralModel:
+    def __init__(self, llama: LlamaModel, tokenizer: Tokenizer, options: ModelOptions, name: str) -> None:
+        self.llama = llama
+        self.tokenizer = tokenizer
+        self.options = options
+        self.name = name
+        self.stop_ids = frozenset(llama.eog_ids | tokenizer.extra_stop_ids())
+        eos = llama.eos_id
+        self.eos_id = eos if eos in self.stop_ids else min(self.stop_ids, default=eos)
+        self._local = threading.local()
+        self._workers: list[GreedySession | BeamSearcher | NllScorer] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # --- prompt ----------------------------------------------------------------------------
+
+    @property
+    def n_ctx_train(self) -> int:
+        return self.llama.n_ctx_train
+
+    def prompt_ids(self, reading: str, context: str = "", reserve: int = 1) -> list[int]:
+        """Token ids of the prompt, dropping left context (oldest first) until prompt + reserve
+        tokens fit the model's context; PromptTooLongError if the reading alone does not."""
+        prompt = build_prompt(reading, context, self.options.max_context_chars)
+        limit = self.n_ctx_train - max(1, reserve)
+        ids = encode_prompt(self.tokenizer, prompt)
+        if len(ids) <= limit:
+            return ids
+        bare = encode_prompt(self.tokenizer, Prompt("", prompt.reading))
+        if len(bare) > limit:
+            raise PromptTooLongError(f"reading of {len(prompt.reading)} characters does not fit the model context ({self.n_ctx_train} tokens)")
+        context_ids = self.tokenizer.encode(prompt.context) if prompt.context else []
+        keep = limit - len(bare)
+        return bare[:1] + context_ids[len(context_ids) - keep :] + bare[1:] if keep > 0 else bare
+
+    def _room(self, prompt: Sequence[int], max_new: int) -> int:
+        return max(0, min(max_new, self.n_ctx_train - len(prompt)))
+
+    def _generation(self, tokens: Sequence[int], logprob: float, finished: bool) -> Generation:
+        """tokens: the generated ids without the stop token."""
+        return Generation(clean_output(self.tokenizer.decode(tokens)), tuple(tokens), logprob, finished)
+
+    # --- per-thread workers -----------------------------------------------------------------
+
+    def _worker(self, attr: str, factory):
+        worker = getattr(self._local, attr, None)
+        if worker is None:
+            with self._lock:
+                if self._closed:
+                    raise NeuralError("model is closed")
+                worker = factory()
+                self._workers.append(worker)
+            setattr(self._local, attr, worker)
+        return worker
+
+    def session(self) -> GreedySession:
+        """This thread's persistent greedy session."""
+        return self._worker("session", lambda: GreedySession(self.llama, self.options.n_threads))
+
+    def _beam_searcher(self) -> BeamSearcher:
+        return self._worker("beam", lambda: BeamSearcher(self.llama, self.options.n_threads))
+
+    def scorer(self) -> "ModelScorer":
+        """This thread's NLL scorer."""
+        raw = self._worker("scorer", lambda: NllScorer(self.llama, self.options.n_threads, self.eos_id))
+        return ModelScorer(self, raw)
+
+    # --- decoding ---------------------------------------------------------------------------
+
+    def greedy(self, reading: str, context: str = "", max_new: int = DEFAULT_MAX_NEW) -> Generation:
+        if not clean_text(reading).strip() or max_new <= 0:
+            return Generation("", (), 0.0, False)
+        prompt = self.prompt_ids(reading, context)
+        out, logprob, finished = self.session().generate(prompt, self._room(prompt, max_new), self.stop_ids)
+        return self._generation(out, logprob, finished)
+
+    def beam(self, reading: str, context: str = "", beam: int = 5, max_new: int = DEFAULT_MAX_NEW) -> list[Generation]:
+        """Best first, at most clamp(beam, 1, 128) generations; [] for an empty reading,
+        max_new <= 0 or beam <= 0."""
+        if not clean_text(reading).strip() or max_new <= 0 or beam <= 0:
+            return []
+        prompt = self.prompt_ids(reading, context)
+        hyps: list[Hypothesis] = self._beam_searcher().search(prompt, self._room(prompt, max_new), clamp_beam(beam), self.stop_ids)
+        return [self._generation(h.tokens[:-1] if h.finished else h.tokens, h.score, h.finished) for h in hyps]
+
+    def score(self, reading: str, context: str, surface: str) -> float:
+        return self.scorer().score(reading, context, surface)
+
+    def score_many(self, reading: str, context: str, surfaces: Sequence[str]) -> list[float]:
+        return self.scorer().score_many(reading, context, surfaces)
+
+    def close(self) -> None:
+        """Free every context and the model. Call when no other thread is using the model."""
+        with self._lock:
+            self._closed = True
+            workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.close()
+        self.llama.free()
+
+    def __enter__(self) -> "NeuralModel":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class ModelScorer:
+    """NllScorer with text in and prompts built by the model."""
+
+    def __init__(self, model: NeuralModel, raw: NllScorer) -> None:
+        self._model = model
+        self._raw = raw
+
+    def _surface(self, surface: str) -> tuple[list[int], int]:
+        text = unicodedata.normalize("NFKC", surface)
+        return (self._model.tokenizer.encode(text) if text else []), len(text)
+
+    def score(self, reading: str, context: str, surface: str, with_eos: bool = True) -> float:
+        ids, n_chars = self._surface(surface)
+        prompt = self._model.prompt_ids(reading, context, reserve=len(ids) + 1)
+        return self._raw.score_ids(prompt, ids, n_chars, with_eos)
+
+    def score_many(self, reading: str, context: str, surfaces: Sequence[str], with_eos: bool = True) -> list[float]:
+        encoded = [self._surface(s) for s in surfaces]
+        if not encoded:
+            return []
+        longest = max(len(ids) for ids, _ in encoded)
+        prompt = self._model.prompt_ids(reading, context, reserve=longest + 1)
+        return self._raw.score_many_ids(prompt, [ids for ids, _ in encoded], [n for _, n in encoded], with_eos)
+
+
+def load_model(source: str | Path, options: ModelOptions = ModelOptions(), tokenizer_path: str | Path | None = None) -> NeuralModel:
+    """Load `<dir>/<name>.gguf` (or a GGUF path) with tokenizer.json beside it when present."""
+    gguf_path = find_gguf(source)
+    llama = LlamaModel(gguf_path, dict(options.kv_overrides))
+    try:
+        tok_path = Path(tokenizer_path) if tokenizer_path else gguf_path.parent / TOKENIZER_FILE
+        if options.tokenizer != "gguf" and (tokenizer_path or tok_path.is_file()):
+            if not tok_path.is_file():
+                raise ModelNotFoundError(f"tokenizer not found: {tok_path}")
+            tokenizer: Tokenizer = HfTokenizer(tok_path, llama.n_vocab)
+        else:
+            tokenizer = GgufTokenizer(llama.vocab)
+        return NeuralModel(llama, tokenizer, options, gguf_path.stem)
+    except BaseException:
+        llama.free()
+        raise

@@ -1,0 +1,122 @@
+"""Negative log-likelihood of a surface given its reading (and left context).
+
+score = -(sum of log p of the surface tokens [+ the EOS that ends it]) / number of surface
+characters. Lower is better. The batched form decodes the shared prompt once into sequence 0,
+copies it to one sequence per candidate and decodes all candidates in as few batches as fit.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from karukan_engine.neural.logprob import log_softmax_rows
+from karukan_engine.neural.runtime import LLAMA_MAX_SEQ, ContextSize, LlamaContext, LlamaModel
+
+MAX_SCORE_BATCH = 512
+MAX_CANDIDATES_PER_ROUND = LLAMA_MAX_SEQ - 1  # sequence 0 holds the prompt
+KV_SLACK = 64
+
+
+def nll_per_char(rows_logprob: np.ndarray, targets: Sequence[int], n_chars: int) -> float:
+    """rows_logprob[i] is the distribution that predicts targets[i]."""
+    picked = rows_logprob[np.arange(len(targets)), np.asarray(targets, dtype=np.int64)]
+    return float(-picked.sum() / max(1, n_chars))
+
+
+class NllScorer:
+    """Scores surfaces with its own llama context; use one per thread. The context is cleared
+    at the start of every call, so calls are independent."""
+
+    def __init__(self, model: LlamaModel, n_threads: int, eos_id: int) -> None:
+        self._model = model
+        self._n_threads = n_threads
+        self._eos_id = eos_id
+        self._ctx: LlamaContext | None = None
+
+    def _context(self, size: ContextSize) -> LlamaContext:
+        if self._ctx is not None and self._ctx.size.covers(size):
+            return self._ctx
+        if self._ctx is not None:
+            self._ctx.free()
+            self._ctx = None
+        cells = 256
+        while cells < size.n_ctx:
+            cells *= 2
+        grown = ContextSize(cells, max(size.n_batch, 64), max(size.n_seq_max, 1))
+        self._ctx = LlamaContext(self._model, grown, self._n_threads)
+        return self._ctx
+
+    def _targets(self, surface_ids: Sequence[int], with_eos: bool) -> list[int]:
+        return list(surface_ids) + ([self._eos_id] if with_eos else [])
+
+    def score_ids(self, prompt: Sequence[int], surface_ids: Sequence[int], n_chars: int, with_eos: bool = True) -> float:
+        """One candidate alone: prompt + surface decoded in one sequence (the reference path)."""
+        targets = self._targets(surface_ids, with_eos)
+        if not targets:
+            return 0.0
+        full = list(prompt) + list(surface_ids)
+        base = len(prompt)
+        ctx = self._context(ContextSize(len(full) + 1, min(len(full), MAX_SCORE_BATCH), 1))
+        ctx.clear()
+        try:
+            rows = []
+            step = ctx.size.n_batch
+            for i in range(0, len(full), step):
+                chunk = range(i, min(i + step, len(full)))
+                want = [p >= base - 1 and p - (base - 1) < len(targets) for p in chunk]
+                out = ctx.decode([full[p] for p in chunk], list(chunk), [0] * len(chunk), want)
+                rows.append(out)
+        finally:
+            ctx.clear()
+        return nll_per_char(log_softmax_rows(np.concatenate(rows)), targets, n_chars)
+
+    def score_many_ids(self, prompt: Sequence[int], surfaces: Sequence[Sequence[int]], n_chars: Sequence[int], with_eos: bool = True) -> list[float]:
+        """Many candidates for one prompt: the prompt is decoded once and shared."""
+        if not surfaces:
+            return []
+        base = len(prompt)
+        total = sum(len(s) for s in surfaces)
+        groups = min(len(surfaces), MAX_CANDIDATES_PER_ROUND)
+        size = ContextSize(base + total + KV_SLACK, max(min(MAX_SCORE_BATCH, total), base, 1), groups + 1)
+        ctx = self._context(size)
+        ctx.clear()
+        scores: list[float] = [0.0] * len(surfaces)
+        try:
+            first = log_softmax_rows(ctx.decode_run(list(prompt), 0, seq=0)[None, :])[0]
+            for start in range(0, len(surfaces), MAX_CANDIDATES_PER_ROUND):
+                index = list(range(start, min(start + MAX_CANDIDATES_PER_ROUND, len(surfaces))))
+                self._score_round(ctx, base, first, index, surfaces, n_chars, with_eos, scores)
+        finally:
+            ctx.clear()
+        return scores
+
+    def _score_round(self, ctx: LlamaContext, base: int, first: np.ndarray, index: list[int], surfaces, n_chars, with_eos: bool, scores: list[float]) -> None:
+        # Candidate i of this round lives in sequence i + 1, sharing the prompt cells of seq 0.
+        entries: list[tuple[int, int, int]] = []  # (token, position, seq)
+        for seq, i in enumerate(index, start=1):
+            ids = surfaces[i]
+            if ids:
+                ctx.seq_cp(0, seq)
+            entries += [(tok, base + p, seq) for p, tok in enumerate(ids)]
+        rows = np.empty((len(entries), self._model.n_vocab), dtype=np.float64)
+        step = ctx.size.n_batch
+        for s in range(0, len(entries), step):
+            chunk = entries[s : s + step]
+            out = ctx.decode([e[0] for e in chunk], [e[1] for e in chunk], [e[2] for e in chunk], [True] * len(chunk))
+            rows[s : s + len(chunk)] = log_softmax_rows(out)
+        offset = 0
+        for seq, i in enumerate(index, start=1):
+            ids = list(surfaces[i])
+            targets = self._targets(ids, with_eos)
+            # Row predicting targets[0] is the prompt's last; then each candidate token's row.
+            dists = np.vstack([first[None, :], rows[offset : offset + len(ids)]])[: len(targets)]
+            scores[i] = nll_per_char(dists, targets, n_chars[i]) if targets else 0.0
+            offset += len(ids)
+            ctx.seq_rm(seq)
+
+    def close(self) -> None:
+        if self._ctx is not None:
+            self._ctx.free()
+            self._ctx = None

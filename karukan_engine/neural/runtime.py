@@ -1,0 +1,308 @@
+"""Thin, checked wrapper over llama-cpp-python's low-level API.
+
+Everything that could make llama.cpp abort the process (a bad file, a sequence id out of range,
+a batch larger than n_batch, a position beyond the model's context) is rejected here in Python
+with our own exception before the C call is made.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from karukan_engine.neural.errors import InferenceError, ModelFormatError, ModelLoadError, ModelNotFoundError
+
+try:
+    import llama_cpp as _llama
+except ImportError:  # the neural extra is not installed: loading a model raises ModelLoadError
+    _llama = None
+
+LLAMA_MAX_SEQ = 256  # llama.cpp's compile-time limit on sequence ids (llama-cparams.h)
+# Flash attention on CPU accumulates V in f16, so equal computations in different batch layouts
+# drift by ~1e-3; plain attention keeps shared-prompt results equal to fresh ones (and is as fast
+# at these context sizes).
+FLASH_ATTN = 0  # LLAMA_FLASH_ATTN_TYPE_DISABLED
+
+_backend_lock = threading.Lock()
+_backend_ready = False
+
+
+def _ignore_log(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+    """llama.cpp log sink: silent (user text may appear in its token dumps)."""
+
+
+# Must stay referenced for the life of the process: a collected callback segfaults on next log.
+_LOG_SINK = _llama.llama_log_callback(_ignore_log) if _llama is not None else None
+
+
+def llama():
+    """The llama_cpp module, initialised once with logging silenced."""
+    global _backend_ready
+    if _llama is None:
+        raise ModelLoadError("llama-cpp-python is not installed (pip install 'karukan[neural]')")
+    with _backend_lock:
+        if not _backend_ready:
+            _llama.llama_log_set(_LOG_SINK, None)
+            _llama.llama_backend_init()
+            _backend_ready = True
+    return _llama
+
+
+# --- files ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GgufInfo:
+    architecture: str
+    context_length: int
+    tokenizer_pre: str
+
+
+def inspect_gguf(path: Path) -> GgufInfo:
+    """Check that path is a complete GGUF file and read what loading needs to know."""
+    if not path.exists():
+        raise ModelNotFoundError(f"model file not found: {path}")
+    if not path.is_file():
+        raise ModelNotFoundError(f"not a file: {path}")
+    with path.open("rb") as f:
+        if f.read(4) != b"GGUF":
+            raise ModelFormatError(f"not a GGUF file: {path.name}")
+    try:
+        from gguf import GGUFReader
+
+        reader = GGUFReader(str(path))
+        # GGUFReader maps tensor data lazily; touching the last tensor's end proves it is there.
+        end = max((t.data_offset + t.n_bytes for t in reader.tensors), default=0)
+        if end > path.stat().st_size:
+            raise ModelFormatError(f"truncated GGUF file: {path.name}")
+    except ModelFormatError:
+        raise
+    except Exception as exc:  # any parse failure means a corrupt file
+        raise ModelFormatError(f"corrupt GGUF file {path.name}: {type(exc).__name__}") from exc
+
+    def field(key: str, default):
+        f = reader.get_field(key)
+        if f is None:
+            return default
+        value = f.contents()
+        return value if value is not None else default
+
+    arch = str(field("general.architecture", ""))
+    if not reader.tensors:
+        raise ModelFormatError(f"GGUF file without tensors: {path.name}")
+    return GgufInfo(
+        architecture=arch,
+        context_length=int(field(f"{arch}.context_length", 0)),
+        tokenizer_pre=str(field("tokenizer.ggml.pre", "")),
+    )
+
+
+# --- model ---------------------------------------------------------------------------------
+
+
+def _kv_override_array(overrides: Mapping[str, object]):
+    """GGUF metadata overrides in llama.cpp's struct array (terminated by an empty key)."""
+    lib = llama()
+    array = (lib.llama_model_kv_override * (len(overrides) + 1))()
+    for item, (key, value) in zip(array, overrides.items()):
+        raw_key = key.encode("utf-8")
+        if len(raw_key) >= 128:
+            raise ModelLoadError(f"override key too long: {key}")
+        item.key = raw_key
+        if isinstance(value, bool):
+            item.tag = lib.LLAMA_KV_OVERRIDE_TYPE_BOOL
+            item.value.val_bool = value
+        elif isinstance(value, int):
+            item.tag = lib.LLAMA_KV_OVERRIDE_TYPE_INT
+            item.value.val_i64 = value
+        elif isinstance(value, float):
+            item.tag = lib.LLAMA_KV_OVERRIDE_TYPE_FLOAT
+            item.value.val_f64 = value
+        elif isinstance(value, str):
+            raw = value.encode("utf-8")[:127]  # 128-byte NUL-terminated field
+            item.tag = lib.LLAMA_KV_OVERRIDE_TYPE_STR
+            ctypes.memmove(ctypes.addressof(item.value), raw.ljust(128, b"\0"), 128)
+        else:
+            raise ModelLoadError(f"unsupported override type for {key}")
+    array[-1].key = b"\0"
+    return array
+
+
+class LlamaModel:
+    """A loaded llama.cpp model (weights + vocabulary), shareable across threads."""
+
+    def __init__(self, path: Path, kv_overrides: Mapping[str, object] | None = None) -> None:
+        lib = llama()
+        self.info = inspect_gguf(path)
+        params = lib.llama_model_default_params()
+        params.n_gpu_layers = 0
+        params.use_mmap = True
+        self._overrides = _kv_override_array(kv_overrides) if kv_overrides else None
+        if self._overrides is not None:
+            params.kv_overrides = self._overrides
+        self.ptr = lib.llama_model_load_from_file(str(path).encode("utf-8"), params)
+        if not self.ptr:
+            raise ModelLoadError(f"llama.cpp could not load {path.name} (architecture {self.info.architecture!r})")
+        self.path = path
+        self.vocab = lib.llama_model_get_vocab(self.ptr)
+        self.n_vocab = int(lib.llama_vocab_n_tokens(self.vocab))
+        self.n_ctx_train = int(lib.llama_model_n_ctx_train(self.ptr)) or 2048
+        self.eos_id = int(lib.llama_vocab_eos(self.vocab))
+        self.eog_ids = frozenset(t for t in range(self.n_vocab) if lib.llama_vocab_is_eog(self.vocab, t))
+        self._lock = threading.Lock()
+
+    def free(self) -> None:
+        with self._lock:
+            if self.ptr:
+                llama().llama_model_free(self.ptr)
+                self.ptr = None
+
+
+# --- context -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContextSize:
+    n_ctx: int      # KV cells
+    n_batch: int    # tokens (and logit rows) per llama_decode
+    n_seq_max: int  # sequence ids 0..n_seq_max-1
+
+    def covers(self, other: "ContextSize") -> bool:
+        return self.n_ctx >= other.n_ctx and self.n_batch >= other.n_batch and self.n_seq_max >= other.n_seq_max
+
+
+class LlamaContext:
+    """One llama.cpp context with a unified KV cache and a reusable batch.
+
+    Unified KV: every sequence shares one pool of cells, so `seq_cp` of a prompt is metadata only
+    (zero copy), the mode prefix sharing needs.
+    """
+
+    def __init__(self, model: LlamaModel, size: ContextSize, n_threads: int) -> None:
+        lib = llama()
+        if not model.ptr:
+            raise ModelLoadError("model is closed")
+        if not 1 <= size.n_seq_max <= LLAMA_MAX_SEQ:
+            raise InferenceError(f"n_seq_max must be in 1..{LLAMA_MAX_SEQ}")
+        if size.n_batch < 1 or size.n_ctx < 1:
+            raise InferenceError("context and batch sizes must be positive")
+        params = lib.llama_context_default_params()
+        params.n_ctx = size.n_ctx
+        params.n_batch = params.n_ubatch = size.n_batch
+        params.n_seq_max = size.n_seq_max
+        params.kv_unified = True
+        params.n_threads = params.n_threads_batch = max(1, n_threads)
+        params.no_perf = True
+        params.flash_attn_type = FLASH_ATTN
+        self.model = model
+        self.ptr = lib.llama_init_from_model(model.ptr, params)
+        if not self.ptr:
+            raise ModelLoadError("llama.cpp could not create a context")
+        self.n_ctx = int(lib.llama_n_ctx(self.ptr))
+        self.size = ContextSize(self.n_ctx, size.n_batch, size.n_seq_max)
+        self.mem = lib.llama_get_memory(self.ptr)
+        self._lib = lib
+        self.decode_seconds = 0.0  # time spent inside llama_decode (benchmarks: Python overhead)
+        self._init_batch(size.n_batch)
+
+    def _init_batch(self, capacity: int) -> None:
+        # The batch's arrays are numpy buffers we own, so filling a batch is a few vector writes.
+        self._tokens = np.zeros(capacity, dtype=np.int32)
+        self._pos = np.zeros(capacity, dtype=np.int32)
+        self._n_seq_id = np.ones(capacity, dtype=np.int32)
+        self._seq_ids = np.zeros(capacity, dtype=np.int32)
+        self._want = np.zeros(capacity, dtype=np.int8)
+        int_p = ctypes.POINTER(ctypes.c_int32)
+        base = self._seq_ids.ctypes.data
+        self._seq_ptrs = (int_p * capacity)(*(ctypes.cast(base + 4 * i, int_p) for i in range(capacity)))
+        batch = self._lib.llama_batch()
+        batch.token = self._tokens.ctypes.data_as(int_p)
+        batch.embd = None
+        batch.pos = self._pos.ctypes.data_as(int_p)
+        batch.n_seq_id = self._n_seq_id.ctypes.data_as(int_p)
+        batch.seq_id = ctypes.cast(self._seq_ptrs, ctypes.POINTER(int_p))
+        batch.logits = self._want.ctypes.data_as(ctypes.POINTER(ctypes.c_int8))
+        self._batch = batch
+
+    @property
+    def n_seq_max(self) -> int:
+        return self.size.n_seq_max
+
+    def set_threads(self, n_threads: int) -> None:
+        self._lib.llama_set_n_threads(self.ptr, max(1, n_threads), max(1, n_threads))
+
+    def decode(self, tokens: Sequence[int], positions: Sequence[int], seqs: Sequence[int], want: Sequence[bool]) -> np.ndarray:
+        """One llama_decode; returns a copy of the logit rows of the tokens marked in `want`."""
+        n = len(tokens)
+        if not self.ptr:
+            raise InferenceError("context is closed")
+        if n == 0 or n > self.size.n_batch:
+            raise InferenceError(f"batch of {n} tokens outside 1..{self.size.n_batch}")
+        tok = np.asarray(tokens, dtype=np.int64)
+        pos = np.asarray(positions, dtype=np.int64)
+        seq = np.asarray(seqs, dtype=np.int64)
+        if tok.min() < 0 or tok.max() >= self.model.n_vocab:
+            raise InferenceError("token id outside the vocabulary")
+        if pos.min() < 0 or pos.max() >= self.model.n_ctx_train:
+            raise InferenceError(f"position outside the model's context ({self.model.n_ctx_train})")
+        if seq.min() < 0 or seq.max() >= self.size.n_seq_max:
+            raise InferenceError(f"sequence id outside 0..{self.size.n_seq_max - 1}")
+        self._tokens[:n] = tok
+        self._pos[:n] = pos
+        self._seq_ids[:n] = seq
+        self._want[:n] = np.asarray(want, dtype=np.int8)
+        n_out = int(self._want[:n].sum())
+        self._batch.n_tokens = n
+        started = time.perf_counter()
+        rc = self._lib.llama_decode(self.ptr, self._batch)
+        self.decode_seconds += time.perf_counter() - started
+        if rc != 0:
+            raise InferenceError(f"llama_decode failed ({rc})" + (": KV cache full" if rc == 1 else ""))
+        if n_out == 0:
+            return np.empty((0, self.model.n_vocab), dtype=np.float32)
+        # The buffer is overwritten by the next decode: copy.
+        ptr = self._lib.llama_get_logits(self.ptr)
+        return np.ctypeslib.as_array(ptr, shape=(n_out, self.model.n_vocab)).copy()
+
+    def decode_run(self, tokens: Sequence[int], start: int, seq: int = 0) -> np.ndarray:
+        """Decode consecutive tokens of one sequence (split to fit n_batch); logits of the last."""
+        if not tokens:
+            raise InferenceError("nothing to decode")
+        step = self.size.n_batch
+        logits = None
+        for i in range(0, len(tokens), step):
+            chunk = tokens[i : i + step]
+            last = i + len(chunk) == len(tokens)
+            logits = self.decode(chunk, range(start + i, start + i + len(chunk)), [seq] * len(chunk), [False] * (len(chunk) - 1) + [last])
+        return logits[0]
+
+    def _check_seq(self, seq: int) -> None:
+        if not 0 <= seq < self.size.n_seq_max:
+            raise InferenceError(f"sequence id {seq} outside 0..{self.size.n_seq_max - 1}")
+
+    def seq_rm(self, seq: int, p0: int = -1, p1: int = -1) -> bool:
+        """Remove positions [p0, p1) of seq (-1 = open end); seq -1 = every sequence."""
+        if seq != -1:
+            self._check_seq(seq)
+        return bool(self._lib.llama_memory_seq_rm(self.mem, seq, p0, p1))
+
+    def seq_cp(self, src: int, dst: int, p0: int = -1, p1: int = -1) -> None:
+        self._check_seq(src)
+        self._check_seq(dst)
+        if src != dst:
+            self._lib.llama_memory_seq_cp(self.mem, src, dst, p0, p1)
+
+    def clear(self) -> None:
+        self._lib.llama_memory_clear(self.mem, False)  # metadata only: zeroing the buffers costs ms
+
+    def free(self) -> None:
+        if self.ptr:
+            self._lib.llama_free(self.ptr)
+            self.ptr = None
+            self.mem = None

@@ -1,0 +1,123 @@
+"""The conversion in progress: segments, the candidate chosen for each, focus and paging."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from karukan_engine.conversion.plain import kana_variants
+from karukan_engine.conversion.types import Candidate, Segment
+
+TRANSLITERATION = "transliteration"   # Candidate.source of F6–F10 results: never learned
+
+
+@dataclass
+class SegmentChoice:
+    reading: str
+    candidates: list[Candidate]
+    index: int = 0
+
+    @property
+    def chosen(self) -> Candidate:
+        return self.candidates[self.index]
+
+    def choose_surface(self, surface: str, annotation: str = "", source: str = "") -> None:
+        """Select `surface`, adding it to the end of the list if the converter did not offer it.
+
+        The candidate takes the given source, so a transliteration stays marked as one.
+        """
+        for i, cand in enumerate(self.candidates):
+            if cand.surface == surface:
+                self.index = i
+                if source and cand.source != source:
+                    self.candidates[i] = Candidate(surface, cand.annotation or annotation, source)
+                return
+        self.candidates.append(Candidate(surface, annotation, source))
+        self.index = len(self.candidates) - 1
+
+
+@dataclass
+class Conversion:
+    reading: str
+    segments: list[SegmentChoice]
+    page_size: int = 9
+    focus: int = 0
+    # Lengths the user fixed by resizing (leading segments), passed back to the converter.
+    fixed_lengths: tuple[int, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def from_segments(cls, reading: str, segments: list[Segment], page_size: int) -> "Conversion":
+        return cls(reading, [_choice(s) for s in segments], page_size)
+
+    @property
+    def focused(self) -> SegmentChoice:
+        return self.segments[self.focus]
+
+    def text(self) -> str:
+        return "".join(s.chosen.surface for s in self.segments)
+
+    def segment_start(self, index: int) -> int:
+        """Offset of a segment in the reading."""
+        return sum(len(s.reading) for s in self.segments[:index])
+
+    def preedit_start(self, index: int) -> int:
+        """Offset of a segment in the preedit text."""
+        return sum(len(s.chosen.surface) for s in self.segments[:index])
+
+    # -- candidates ------------------------------------------------------------------------------
+
+    def move_candidate(self, delta: int) -> None:
+        seg = self.focused
+        seg.index = (seg.index + delta) % len(seg.candidates)
+
+    def move_page(self, delta: int) -> None:
+        """Same place on the next/previous page, wrapping at the ends, clamped on a short page."""
+        seg = self.focused
+        pages = self.pages()
+        page = (seg.index // self.page_size + delta) % pages
+        seg.index = min(page * self.page_size + seg.index % self.page_size, len(seg.candidates) - 1)
+
+    def select_on_page(self, index_on_page: int) -> bool:
+        seg = self.focused
+        target = (seg.index // self.page_size) * self.page_size + index_on_page
+        if not 0 <= index_on_page < self.page_size or target >= len(seg.candidates):
+            return False
+        seg.index = target
+        return True
+
+    def pages(self) -> int:
+        return max(1, -(-len(self.focused.candidates) // self.page_size))
+
+    # -- segments --------------------------------------------------------------------------------
+
+    def move_focus(self, delta: int) -> None:
+        self.focus = max(0, min(len(self.segments) - 1, self.focus + delta))
+
+    def resized_lengths(self, delta: int) -> tuple[int, ...] | None:
+        """fixed_lengths that shrink/expand the focused segment by delta, or None if impossible."""
+        new_len = len(self.focused.reading) + delta
+        rest = len(self.reading) - self.segment_start(self.focus)
+        if new_len < 1 or new_len > rest:
+            return None
+        return tuple(len(s.reading) for s in self.segments[: self.focus]) + (new_len,)
+
+    def replace_segments(self, segments: list[Segment], fixed_lengths: tuple[int, ...]) -> None:
+        """New segmentation after a resize; segments before the focus keep the user's choices."""
+        old = {i: s for i, s in enumerate(self.segments[: self.focus])}
+        self.segments = [_choice(s) for s in segments]
+        for i, previous in old.items():
+            if i < len(self.segments) and self.segments[i].reading == previous.reading:
+                chosen = previous.chosen
+                self.segments[i].choose_surface(chosen.surface, chosen.annotation, chosen.source)
+        self.fixed_lengths = fixed_lengths
+        self.focus = min(self.focus, len(self.segments) - 1)
+
+
+def _choice(segment: Segment) -> SegmentChoice:
+    """The converter's candidates, then the kana variants Mozc always offers at the end."""
+    candidates: list[Candidate] = []
+    seen: set[str] = set()
+    for cand in (*segment.candidates, *kana_variants(segment.reading)):
+        if cand.surface and cand.surface not in seen:
+            seen.add(cand.surface)
+            candidates.append(cand)
+    return SegmentChoice(segment.reading, candidates)

@@ -1,0 +1,653 @@
+"""One input context: keys in, views out.
+
+The keymap turns a key into a command for the current state; the state machine below runs it
+against the romaji composer and the converter and returns the View a frontend renders. The
+session calls only the Converter protocol, and never logs what the user types.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from karukan_engine.config import Config
+from karukan_engine.conversion.plain import PlainConverter
+from karukan_engine.conversion.types import Converter, ConversionRequest, Segment, check_segments
+from karukan_engine.kana import (
+    to_fullwidth_ascii,
+    to_fullwidth_katakana,
+    to_halfwidth_ascii,
+    to_halfwidth_katakana,
+    to_hiragana,
+    to_katakana,
+)
+from karukan_engine.romaji.composer import Composer, ComposerSettings, Script
+from karukan_engine.romaji.table import RomajiTable, TableError
+from karukan_engine.session.commands import Command
+from karukan_engine.session.keymap import Keymap, KeymapError
+from karukan_engine.session.keysyms import (
+    CONTROL_MASK,
+    IBUS_RELEASE_MASK,
+    LOCK_MASK,
+    MOD1_MASK,
+    MOD4_MASK,
+    MODIFIER_KEYSYMS,
+    SHIFT_MASK,
+    binding_modifiers,
+    char_of,
+)
+from karukan_engine.session.modes import InputMode, State
+from karukan_engine.session.segments import TRANSLITERATION, Conversion
+from karukan_engine.session.view import CandidateItem, CandidatePage, PreeditSpan, PreeditStyle, View
+
+log = logging.getLogger(__name__)
+
+# GTK / IBus input purposes and hints that concern privacy.
+PURPOSE_PASSWORD = 8
+PURPOSE_PIN = 9
+HINT_PRIVATE = 1 << 11
+
+_SPACE = 0x20
+# Longer compositions are refused key by key: no one types this much unconverted, and every
+# key costs time proportional to the length (a stuck key must not freeze the desktop).
+MAX_COMPOSITION_CHARS = 1000
+_COMMAND_MODIFIERS = CONTROL_MASK | MOD1_MASK | MOD4_MASK
+
+_MODE_COMMANDS = {
+    Command.MODE_HIRAGANA: InputMode.HIRAGANA,
+    Command.MODE_KATAKANA: InputMode.KATAKANA,
+    Command.MODE_HALFWIDTH_KATAKANA: InputMode.HALFWIDTH_KATAKANA,
+    Command.MODE_FULLWIDTH_ALPHANUMERIC: InputMode.FULLWIDTH_ALPHANUMERIC,
+    Command.MODE_HALFWIDTH_ALPHANUMERIC: InputMode.HALFWIDTH_ALPHANUMERIC,
+}
+
+
+def _cases(text: str) -> list[str]:
+    """F9/F10 cycle: as typed in lower case, upper case, capitalised (Mozc's order)."""
+    out: list[str] = []
+    for variant in (text.lower(), text.upper(), text[:1].upper() + text[1:].lower()):
+        if variant not in out:
+            out.append(variant)
+    return out
+
+
+# command → (annotation, reading → variants to cycle through, uses the typed keys)
+_TRANSLITERATIONS: dict[Command, tuple[str, Callable[[str], list[str]], bool]] = {
+    Command.TO_HIRAGANA: ("[全]ひらがな", lambda s: [to_hiragana(to_fullwidth_katakana(s))], False),
+    Command.TO_KATAKANA: ("[全]カタカナ", lambda s: [to_katakana(to_fullwidth_katakana(s))], False),
+    Command.TO_HALFWIDTH_KATAKANA: (
+        "[半]カタカナ", lambda s: [to_halfwidth_ascii(to_halfwidth_katakana(s))], False),
+    Command.TO_FULLWIDTH_ALPHANUMERIC: ("[全]英数", lambda s: [to_fullwidth_ascii(v) for v in _cases(s)], True),
+    Command.TO_HALFWIDTH_ALPHANUMERIC: ("[半]英数", lambda s: _cases(to_halfwidth_ascii(s)), True),
+}
+
+
+def reading_of(text: str) -> str:
+    """The hiragana reading of composed text (katakana and half-width kana folded back)."""
+    return to_hiragana(to_fullwidth_katakana(text))
+
+
+class Session:
+    def __init__(self, converter: Converter, config: Config | None = None) -> None:
+        self.converter = converter
+        self.config = config or Config()
+        # Problems with the user's keymap or romaji table: the session falls back to the
+        # defaults and keeps the messages here (frontends may show them).
+        self.load_errors: list[str] = []
+        self._keymap = self._load_keymap()
+        self._composer = Composer(
+            table=self._load_table(),
+            settings=ComposerSettings(
+                punctuation=self.config.input.punctuation,
+                symbol_width=self.config.input.symbol_width,
+                digit_width=self.config.input.digit_width,
+                letter_width=self.config.input.letter_width,
+            ),
+        )
+        self._page_size = self.config.session.page_size
+        self._context_chars = self.config.session.context_chars
+        self._state = State.PRECOMPOSITION
+        self._mode = InputMode.parse(self.config.input.mode)
+        self._temporary_alphanumeric = False   # Shift+letter typed: Latin until the word ends
+        self._conversion: Conversion | None = None
+        self._live_enabled = self.config.session.live_conversion
+        self._live_text: str | None = None
+        self._live_hidden = False             # Escape once hides the live text
+        self._left_context = ""
+        self._right_context = ""
+        self._password = False
+        self._private = False
+        self._aux = ""
+        self._commit = ""                     # text committed by the current event
+        self._composer.script = self._mode.script
+
+    # ---------------------------------------------------------------- public API
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def input_mode(self) -> InputMode:
+        return self._mode
+
+    @property
+    def live_conversion(self) -> bool:
+        return self._live_enabled
+
+    @property
+    def left_context(self) -> str:
+        """Text left of the caret on the current line (bounded): the converter's context."""
+        return self._left_context
+
+    @property
+    def right_context(self) -> str:
+        """Text right of the caret on the current line (bounded), as the application reported it."""
+        return self._right_context
+
+    @property
+    def view(self) -> View:
+        return self._build_view(True, "")
+
+    def process_key(self, keysym: int, modifiers: int = 0, release: bool = False) -> View:
+        if release or modifiers & IBUS_RELEASE_MASK or keysym in MODIFIER_KEYSYMS or self._password:
+            return self._build_view(False, "")   # nothing changes, not even the aux text
+        self._begin_event()
+        command = self._keymap.lookup(self._state, keysym, modifiers)
+        if command is not None:
+            return self._finish(self._run(command, keysym))
+        if self._state is State.DIRECT:
+            return self._finish(False)
+        ch = char_of(keysym)
+        mods = binding_modifiers(modifiers)
+        if ch and not mods & _COMMAND_MODIFIERS:
+            self._type(ch, modifiers)
+            return self._finish(True)
+        # Unbound keys: a composition shields itself from stray non-command keys (F1, Insert...),
+        # shortcuts with Ctrl/Alt/Super go to the application.
+        return self._finish(self._state is not State.PRECOMPOSITION and not mods & _COMMAND_MODIFIERS)
+
+    def focus_in(self) -> View:
+        self._begin_event()
+        return self._finish(True)
+
+    def focus_out(self) -> View:
+        """Commit what is shown, like Mozc; the application's text is unknown after this."""
+        self._begin_event()
+        self._commit_shown()
+        self._left_context = self._right_context = ""
+        return self._finish(True)
+
+    def reset(self) -> View:
+        """Drop the composition without committing (the application moved the caret)."""
+        self._begin_event()
+        self._clear_composition()
+        self._left_context = self._right_context = ""
+        return self._finish(True)
+
+    def set_surrounding_text(self, text: str, cursor: int, anchor: int | None = None) -> None:
+        """Text around the caret in the application (characters); only the current line is kept."""
+        cursor = max(0, min(len(text), cursor))
+        anchor = cursor if anchor is None else max(0, min(len(text), anchor))
+        start, end = min(cursor, anchor), max(cursor, anchor)
+        left = text[:start].rsplit("\n", 1)[-1]
+        right = text[end:].split("\n", 1)[0]
+        n = self._context_chars
+        self._left_context = left[-n:] if n else ""
+        self._right_context = right[:n]
+
+    def set_content_type(self, purpose: int, hints: int) -> None:
+        """Password and PIN fields: keys pass through and nothing is learned."""
+        self._password = purpose in (PURPOSE_PASSWORD, PURPOSE_PIN)
+        self._private = bool(hints & HINT_PRIVATE)
+
+    def select_candidate(self, index_on_page: int) -> View:
+        """A click on the candidate window: select that candidate and commit."""
+        self._begin_event()
+        if self._state is State.CONVERSION:
+            self._select(index_on_page)
+        return self._finish(True)
+
+    def page_up(self) -> View:
+        self._begin_event()
+        if self._state is State.CONVERSION:
+            self._conversion_state().move_page(-1)
+        return self._finish(True)
+
+    def page_down(self) -> View:
+        self._begin_event()
+        if self._state is State.CONVERSION:
+            self._conversion_state().move_page(1)
+        return self._finish(True)
+
+    def set_input_mode(self, mode: InputMode | str) -> View:
+        """Switch input mode (turning the IME on if it was off)."""
+        new_mode = InputMode.parse(mode)
+        self._begin_event()
+        if self._state is State.DIRECT:
+            self._state = State.PRECOMPOSITION
+        self._switch_mode(new_mode)
+        return self._finish(True)
+
+    def set_enabled(self, on: bool) -> View:
+        self._begin_event()
+        if on:
+            self._enable()
+        else:
+            self._disable()
+        return self._finish(True)
+
+    # ---------------------------------------------------------------- commands
+
+    def _run(self, command: Command, keysym: int) -> bool:
+        if command is Command.NOP:
+            return self._state is not State.DIRECT
+        if command is Command.TOGGLE_IME:
+            if self._state is State.DIRECT:
+                self._enable()
+            else:
+                self._disable()
+            return True
+        if command is Command.IME_ON:
+            self._enable()
+            return True
+        if command is Command.IME_OFF:
+            self._disable()
+            return True
+        if command in _MODE_COMMANDS:
+            self._enable()
+            self._switch_mode(_MODE_COMMANDS[command])
+            return True
+        if self._state is State.DIRECT:
+            return False
+        if command is Command.TOGGLE_LIVE_CONVERSION:
+            self._live_enabled = not self._live_enabled
+            self._aux = "ライブ変換: オン" if self._live_enabled else "ライブ変換: オフ"
+            self._refresh_live()
+            return True
+        if self._state is State.PRECOMPOSITION:
+            return self._run_precomposition(command)
+        if self._state is State.COMPOSITION:
+            return self._run_composition(command, keysym)
+        return self._run_conversion(command)
+
+    def _run_precomposition(self, command: Command) -> bool:
+        if command is Command.INSERT_SPACE:
+            full = self._mode in (InputMode.HIRAGANA, InputMode.KATAKANA, InputMode.FULLWIDTH_ALPHANUMERIC)
+            self._commit_text("\u3000" if full else " ", learn_pairs=())
+            return True
+        if command is Command.INSERT_HALF_SPACE:
+            self._commit_text(" ", learn_pairs=())
+            return True
+        return False  # nothing to edit: Return, BackSpace, arrows... belong to the application
+
+    def _run_composition(self, command: Command, keysym: int) -> bool:
+        c = self._composer
+        if command is Command.CONVERT and keysym == _SPACE and self._typing_latin():
+            self._type(" ", 0)   # Latin words keep their spaces
+        elif command in (Command.CONVERT, Command.NEXT_CANDIDATE):
+            self._start_conversion()
+        elif command is Command.PREV_CANDIDATE:
+            if self._start_conversion():
+                self._conversion_state().move_candidate(-1)
+        elif command in (Command.INSERT_SPACE, Command.INSERT_HALF_SPACE):
+            self._type(" ", 0)
+        elif command is Command.COMMIT:
+            self._commit_composition(learn=True)
+        elif command is Command.CANCEL:
+            if self._live_shown():
+                self._live_hidden = True
+            else:
+                self._clear_composition()
+        elif command is Command.BACKSPACE:
+            c.backspace()
+            self._after_edit()
+        elif command is Command.DELETE:
+            c.delete()
+            self._after_edit()
+        elif command is Command.CURSOR_LEFT:
+            c.move(-1)
+        elif command is Command.CURSOR_RIGHT:
+            c.move(1)
+        elif command is Command.CURSOR_HOME:
+            c.move_to(0)
+        elif command is Command.CURSOR_END:
+            c.move_to(len(c.units))
+        elif command in _TRANSLITERATIONS:
+            c.flush()
+            if self._start_conversion(whole=True):
+                self._transliterate(command)
+        # Other conversion-only commands have nothing to act on yet; the key is still consumed.
+        return True
+
+    def _run_conversion(self, command: Command) -> bool:
+        conv = self._conversion_state()
+        index = command.select_index
+        if index is not None:
+            self._select(index)
+        elif command is Command.COMMIT:
+            self._commit_conversion()
+        elif command in (Command.NEXT_CANDIDATE, Command.CONVERT, Command.INSERT_SPACE):
+            conv.move_candidate(1)
+        elif command is Command.PREV_CANDIDATE:
+            conv.move_candidate(-1)
+        elif command is Command.NEXT_PAGE:
+            conv.move_page(1)
+        elif command is Command.PREV_PAGE:
+            conv.move_page(-1)
+        elif command in (Command.CANCEL, Command.BACKSPACE):
+            self._cancel_conversion()
+        elif command in (Command.SEGMENT_FOCUS_LEFT, Command.CURSOR_LEFT):
+            conv.move_focus(-1)
+        elif command in (Command.SEGMENT_FOCUS_RIGHT, Command.CURSOR_RIGHT):
+            conv.move_focus(1)
+        elif command in (Command.SEGMENT_FOCUS_FIRST, Command.CURSOR_HOME):
+            conv.move_focus(-len(conv.segments))
+        elif command in (Command.SEGMENT_FOCUS_LAST, Command.CURSOR_END):
+            conv.move_focus(len(conv.segments))
+        elif command is Command.SEGMENT_SHRINK:
+            self._resize(-1)
+        elif command is Command.SEGMENT_EXPAND:
+            self._resize(1)
+        elif command is Command.COMMIT_SEGMENT:
+            self._commit_first_segment()
+        elif command in _TRANSLITERATIONS:
+            self._transliterate(command)
+        return True
+
+    # ---------------------------------------------------------------- typing
+
+    def _type(self, ch: str, modifiers: int) -> None:
+        if self._state is State.CONVERSION:
+            self._commit_conversion()
+        if len(self._composer.units) + len(self._composer.pending) >= MAX_COMPOSITION_CHARS:
+            self._aux = "入力が長すぎます"
+            return
+        if ch.isascii() and ch.isalpha():
+            if modifiers & LOCK_MASK and not modifiers & SHIFT_MASK:
+                ch = ch.lower()   # Caps Lock alone does not mean "switch to Latin"
+            elif ch.isupper() and not self._mode.is_alphanumeric and not self._temporary_alphanumeric:
+                self._composer.flush()
+                self._temporary_alphanumeric = True
+                self._composer.script = Script.HALF_ASCII
+        self._composer.insert(ch)
+        self._state = State.COMPOSITION
+        self._after_edit()
+
+    def _typing_latin(self) -> bool:
+        return self._temporary_alphanumeric or self._mode.is_alphanumeric
+
+    def _after_edit(self) -> None:
+        if self._composer.is_empty:
+            self._clear_composition()
+            return
+        self._live_hidden = False
+        self._refresh_live()
+
+    # ---------------------------------------------------------------- live conversion
+
+    def _refresh_live(self) -> None:
+        """Recompute the live conversion of the settled text (all live text goes through here)."""
+        self._live_text = None
+        if not self._live_enabled or self._state is not State.COMPOSITION or self._typing_latin():
+            return
+        settled = "".join(u.text for u in self._composer.units)
+        if not settled:
+            return
+        request = self._request(reading_of(settled))
+        try:
+            self._live_text = self.converter.live(request) or None
+        except Exception as exc:  # a failing converter must not take the keyboard down
+            log.warning("live conversion failed: %s", type(exc).__name__)
+
+    def _live_shown(self) -> bool:
+        c = self._composer
+        return (self._live_text is not None and not self._live_hidden
+                and c.cursor == len(c.units) and self._state is State.COMPOSITION)
+
+    # ---------------------------------------------------------------- conversion
+
+    def _request(self, reading: str, fixed_lengths: tuple[int, ...] = ()) -> ConversionRequest:
+        return ConversionRequest(reading, self._left_context, fixed_lengths, learn=self._learning_allowed())
+
+    def _learning_allowed(self) -> bool:
+        return self.config.learning.enabled and not self._password and not self._private
+
+    def _segments(self, request: ConversionRequest, whole: bool = False) -> list[Segment]:
+        """The converter's segments, checked; plain kana segments if it fails or misbehaves."""
+        if not whole:
+            try:
+                segments = self.converter.convert(request)
+                check_segments(request.reading, segments, request.fixed_lengths)
+                return segments
+            except Exception as exc:
+                log.warning("conversion failed: %s", type(exc).__name__)
+        return PlainConverter().convert(ConversionRequest(
+            request.reading, request.left_context, () if whole else request.fixed_lengths, request.learn))
+
+    def _start_conversion(self, whole: bool = False) -> bool:
+        """Enter conversion; whole=True makes one segment of the whole reading (F6–F10)."""
+        self._composer.flush()
+        reading = reading_of(self._composer.text())
+        if not reading:
+            self._after_edit()
+            return False
+        segments = self._segments(self._request(reading), whole)
+        self._conversion = Conversion.from_segments(reading, segments, self._page_size)
+        self._state = State.CONVERSION
+        return True
+
+    def _conversion_state(self) -> Conversion:
+        assert self._conversion is not None
+        return self._conversion
+
+    def _cancel_conversion(self) -> None:
+        self._conversion = None
+        self._state = State.COMPOSITION
+        self._after_edit()
+
+    def _resize(self, delta: int) -> None:
+        conv = self._conversion_state()
+        fixed = conv.resized_lengths(delta)
+        if fixed is None:
+            return
+        segments = self._segments(self._request(conv.reading, fixed))
+        conv.replace_segments(segments, fixed)
+
+    def _select(self, index_on_page: int) -> None:
+        if self._conversion_state().select_on_page(index_on_page):
+            self._commit_conversion()
+
+    def _transliterate(self, command: Command) -> None:
+        conv = self._conversion_state()
+        seg = conv.focused
+        annotation, variants_of, uses_keys = _TRANSLITERATIONS[command]
+        source = self._keys_for_span(conv.segment_start(conv.focus), len(seg.reading)) if uses_keys else seg.reading
+        variants = variants_of(source)
+        current = seg.chosen.surface
+        # Pressing the same key again cycles (tokyo → TOKYO → Tokyo).
+        surface = variants[(variants.index(current) + 1) % len(variants)] if current in variants else variants[0]
+        seg.choose_surface(surface, annotation, TRANSLITERATION)
+
+    def _keys_for_span(self, start: int, length: int) -> str:
+        """The keys typed for reading[start:start+length], or the reading when they cannot be told."""
+        units = self._composer.units
+        bounds: dict[int, int] = {}
+        for k in range(len(units) + 1):
+            bounds.setdefault(len(reading_of("".join(u.text for u in units[:k]))), k)
+        if start in bounds and start + length in bounds:
+            return "".join(u.keys for u in units[bounds[start] : bounds[start + length]])
+        reading = self._conversion_state().reading[start : start + length]
+        return self._composer.table.romaji_for(reading) or reading
+
+    # ---------------------------------------------------------------- committing
+
+    def _commit_composition(self, learn: bool) -> None:
+        """Commit the composition as shown: the live text when it is showing, else the kana."""
+        self._composer.flush()
+        text = self._composer.text()
+        pairs: tuple[tuple[str, str], ...] = ()
+        if self._live_shown():
+            self._refresh_live()   # the pending keys just settled: convert the whole reading
+            if self._live_text is not None:
+                pairs = ((reading_of(text), self._live_text),) if learn else ()
+                text = self._live_text
+        self._commit_text(text, pairs)
+
+    def _commit_conversion(self) -> None:
+        conv = self._conversion_state()
+        pairs = tuple((s.reading, s.chosen.surface) for s in conv.segments if s.chosen.source != TRANSLITERATION)
+        self._commit_text(conv.text(), pairs)
+
+    def _commit_first_segment(self) -> None:
+        conv = self._conversion_state()
+        if len(conv.segments) == 1:
+            self._commit_conversion()
+            return
+        first = conv.segments[0]
+        pairs = () if first.chosen.source == TRANSLITERATION else ((first.reading, first.chosen.surface),)
+        self._emit_commit(first.chosen.surface, pairs)
+        # Keep converting the rest: drop the committed reading from the composition.
+        units = self._composer.units
+        cut = next((k for k in range(len(units) + 1)
+                    if len(reading_of("".join(u.text for u in units[:k]))) >= len(first.reading)), len(units))
+        self._composer.remove_prefix(cut)
+        conv.segments.pop(0)
+        conv.reading = conv.reading[len(first.reading):]
+        conv.fixed_lengths = conv.fixed_lengths[1:]
+        conv.focus = 0
+
+    def _commit_shown(self) -> None:
+        """Commit whatever is in the preedit, without learning (focus out, IME off)."""
+        if self._state is State.CONVERSION:
+            self._commit_text(self._conversion_state().text(), learn_pairs=())
+        elif self._state is State.COMPOSITION:
+            self._commit_composition(learn=False)
+
+    def _commit_text(self, text: str, learn_pairs: tuple[tuple[str, str], ...]) -> None:
+        self._emit_commit(text, learn_pairs)
+        self._clear_composition()
+
+    def _emit_commit(self, text: str, learn_pairs: tuple[tuple[str, str], ...]) -> None:
+        if not text:
+            return
+        self._commit += text
+        if learn_pairs and self._learning_allowed():
+            try:
+                self.converter.record(list(learn_pairs), self._left_context)
+            except Exception as exc:
+                log.warning("learning failed: %s", type(exc).__name__)
+        if self._context_chars:
+            # Apps without surrounding text still get what we committed as left context.
+            self._left_context = (self._left_context + text)[-self._context_chars:]
+
+    def _clear_composition(self) -> None:
+        self._composer.clear()
+        self._conversion = None
+        self._live_text = None
+        self._live_hidden = False
+        if self._state is not State.DIRECT:
+            self._state = State.PRECOMPOSITION
+        self._temporary_alphanumeric = False
+        self._composer.script = self._mode.script
+
+    # ---------------------------------------------------------------- IME on/off, modes
+
+    def _enable(self) -> None:
+        if self._state is State.DIRECT:
+            self._state = State.PRECOMPOSITION
+
+    def _disable(self) -> None:
+        self._commit_shown()
+        self._clear_composition()
+        self._state = State.DIRECT
+
+    def _switch_mode(self, mode: InputMode) -> None:
+        self._composer.flush()
+        self._mode = mode
+        self._temporary_alphanumeric = False
+        self._composer.script = mode.script
+        if self._state is State.COMPOSITION:
+            self._after_edit()
+
+    # ---------------------------------------------------------------- view
+
+    def _begin_event(self) -> None:
+        self._commit = ""
+        self._aux = ""
+
+    def _finish(self, handled: bool) -> View:
+        return self._build_view(handled, self._commit)
+
+    def _build_view(self, handled: bool, commit: str) -> View:
+        preedit: tuple[PreeditSpan, ...] = ()
+        caret = 0
+        candidates = None
+        if self._state is State.COMPOSITION:
+            text, caret = self._composition_display()
+            preedit = (PreeditSpan(text, PreeditStyle.UNDERLINE),) if text else ()
+        elif self._state is State.CONVERSION:
+            conv = self._conversion_state()
+            preedit = tuple(
+                PreeditSpan(s.chosen.surface, PreeditStyle.HIGHLIGHT if i == conv.focus else PreeditStyle.UNDERLINE)
+                for i, s in enumerate(conv.segments)
+            )
+            caret = conv.preedit_start(conv.focus)
+            candidates = self._candidate_page(conv)
+        return View(
+            handled=handled,
+            preedit=preedit,
+            caret=caret,
+            candidates=candidates,
+            aux=self._aux,
+            commit=commit,
+            mode=self._mode.value,
+            enabled=self._state is not State.DIRECT,
+            extra={
+                "state": self._state.value,
+                "live_conversion": self._live_enabled,
+                "temporary_alphanumeric": self._temporary_alphanumeric,
+            },
+        )
+
+    def _composition_display(self) -> tuple[str, int]:
+        c = self._composer
+        if self._live_shown() and self._live_text is not None:
+            text = self._live_text + c.text()[len(c.units):]   # live text, then pending keys
+            return text, len(text)
+        return c.text(), c.caret()
+
+    def _candidate_page(self, conv: Conversion) -> CandidatePage:
+        seg = conv.focused
+        size = conv.page_size
+        page = seg.index // size
+        start = page * size
+        items = tuple(
+            CandidateItem(str(i + 1), cand.surface, cand.annotation)
+            for i, cand in enumerate(seg.candidates[start : start + size])
+        )
+        return CandidatePage(items, seg.index - start, page, conv.pages(), len(seg.candidates))
+
+    # ---------------------------------------------------------------- loading
+
+    def _load_keymap(self) -> Keymap:
+        path = self.config.session.keymap
+        if path:
+            try:
+                return Keymap.load(path)
+            except KeymapError as exc:
+                self._load_error(str(exc))
+        return Keymap.default()
+
+    def _load_table(self) -> RomajiTable:
+        path = self.config.input.romaji_table
+        if path:
+            try:
+                return RomajiTable.load(path)
+            except TableError as exc:
+                self._load_error(str(exc))
+        return RomajiTable.default()
+
+    def _load_error(self, message: str) -> None:
+        self.load_errors.append(message)
+        log.warning("%s; using the default", message)

@@ -1,0 +1,85 @@
+"""`python -m karukan_engine.training STAGE`: run one stage of the model pipeline, or all of them.
+
+Stages (each caches its output under the work directory and is skipped when it exists, unless
+--force): corpus, readings, pairs, train, export, eval; `all` runs them in order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from karukan_engine.training.paths import PACKAGE_MODEL_DIR, stage_dir
+
+MODEL_NAME = "karukan-bundled"
+MODEL_LICENCE = "CC-BY-SA-4.0"
+MODEL_DESCRIPTION = ("Character-level kana-kanji model (jinen/zenz-v3 prompt) trained by Karukan on "
+                     "Japanese Debian documentation and Mozc dictionary entries; see docs/model-card.md")
+STAGES = ("corpus", "readings", "pairs", "train", "export", "eval")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m karukan_engine.training", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("stage", choices=(*STAGES, "all"))
+    parser.add_argument("--force", action="store_true", help="rebuild the stage even if cached")
+    parser.add_argument("--processes", type=int, default=2, help="annotation processes")
+    parser.add_argument("--minutes", type=float, default=90.0, help="training budget (step time)")
+    parser.add_argument("--n-embd", type=int, default=256)
+    parser.add_argument("--n-layer", type=int, default=4)
+    parser.add_argument("--n-head", type=int, default=4)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="torch device (cuda for a GPU run)")
+    parser.add_argument("--quant", default="q8_0", help="f32, f16, q8_0, q5_0 or q4_0")
+    parser.add_argument("--model-dir", type=Path, default=PACKAGE_MODEL_DIR,
+                        help="where export writes <name>.gguf + tokenizer.json (default: package data)")
+    parser.add_argument("--eval-limit", type=int, default=1000, help="items per evaluation set")
+    return parser
+
+
+def run_stage(stage: str, args: argparse.Namespace) -> None:
+    if stage == "corpus":
+        from karukan_engine.training.corpus import build_corpus
+
+        build_corpus(force=args.force)
+    elif stage == "readings":
+        from karukan_engine.training.readings import annotate_all
+
+        annotate_all(processes=args.processes, force=args.force)
+    elif stage == "pairs":
+        from karukan_engine.training.pairs import build_pairs
+
+        build_pairs(force=args.force)
+    elif stage == "train":
+        from karukan_engine.training.train import TrainOptions, train
+
+        if args.force and (stage_dir("train") / "checkpoint.pt").exists():
+            (stage_dir("train") / "checkpoint.pt").unlink()
+        train(TrainOptions(minutes=args.minutes, n_embd=args.n_embd, n_layer=args.n_layer,
+                           n_head=args.n_head, lr=args.lr, threads=args.threads, device=args.device))
+    elif stage == "export":
+        from karukan_engine.training.export import export_model_dir
+
+        export_model_dir(stage_dir("train") / "model.pt", args.model_dir, MODEL_NAME, args.quant,
+                         MODEL_LICENCE, MODEL_DESCRIPTION)
+    elif stage == "eval":
+        from karukan_engine.training.evaluate import evaluate
+
+        report = evaluate(args.model_dir, stage_dir("train") / "model.pt", limit=args.eval_limit,
+                          threads=args.threads)
+        print(json.dumps(report, ensure_ascii=False, indent=1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    for stage in STAGES if args.stage == "all" else (args.stage,):
+        print(f"== {stage}", file=sys.stderr)
+        run_stage(stage, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

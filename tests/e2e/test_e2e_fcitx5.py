@@ -1,0 +1,167 @@
+"""End to end through a real headless fcitx5 with our C++ addon, built and installed by
+`karukan install --user`, forwarding to the engine service on the private session bus."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import engine_pids, eventually, karukan, run
+from ime_frontend.app_clients import FCITX_CAP_PASSWORD, FCITX_CAPS, FcitxApp
+
+SPACE, RETURN = 0x20, 0xFF0D
+FCITX_HIGHLIGHT = 1 << 4
+FCITX_UNDERLINE = 1 << 3
+
+
+async def ready_app(desktop, caps: int = FCITX_CAPS) -> FcitxApp:
+    app = await FcitxApp.connect(desktop.session_address, caps=caps)
+    await app.set_im("karukan")
+    if not caps & FCITX_CAP_PASSWORD:   # fcitx5 itself may keep password fields on the keyboard IM
+        assert await app.current_im() == "karukan"
+    return app
+
+
+async def type_text(app: FcitxApp, text: str) -> None:
+    for ch in text:
+        assert await app.tap(ord(ch)), ch
+
+
+def test_dbus_activation_starts_the_installed_service(fcitx5_desktop):
+    """No service running: the first keys pass through while D-Bus activation starts it."""
+    assert not engine_pids(fcitx5_desktop, "ime_frontend.service")
+
+    async def body():
+        app = await ready_app(fcitx5_desktop)
+        await eventually(lambda: _handled(app), timeout_s=45, interval_s=0.3)
+        app.disconnect()
+
+    run(body())
+    assert engine_pids(fcitx5_desktop, "ime_frontend.service")
+    doctor = karukan(fcitx5_desktop, "doctor", check=False)
+    assert "[ok] engine service: answers" in doctor.stdout, doctor.stdout
+    assert "[ok] fcitx5: running" in doctor.stdout
+    assert "fcitx5 addon" in doctor.stdout
+
+
+def test_type_convert_select_commit(fcitx5_desktop):
+    async def body():
+        await eventually(lambda: _service_up(fcitx5_desktop), timeout_s=45, interval_s=0.3)
+        app = await ready_app(fcitx5_desktop)
+        await type_text(app, "kanji")
+        assert app.shown.preedit == "かんじ" and app.shown.preedit_cursor == 3
+        assert all(flags & FCITX_UNDERLINE for _t, flags in app.shown.preedit_attrs)
+        assert await app.tap(SPACE)
+        candidates = list(app.shown.candidates)
+        assert "漢字" in candidates and app.shown.candidate_cursor == 0
+        assert app.shown.preedit_attrs[0] == (candidates[0], FCITX_HIGHLIGHT)
+        # What a candidate window click does: select through the frontend.
+        await app.ic("SelectCandidate", "i", [1])
+        await app.ic("FocusIn")    # a round trip: signals caused by the click are in
+        assert candidates[1] in (app.shown.preedit, *app.shown.commits)
+        if app.shown.preedit:
+            assert await app.tap(RETURN)
+        assert app.shown.commits == [candidates[1]]
+        app.disconnect()
+
+    run(body())
+
+
+def test_password_field_never_reaches_the_engine(fcitx5_desktop):
+    async def body():
+        app = await ready_app(fcitx5_desktop, caps=FCITX_CAPS | FCITX_CAP_PASSWORD)
+        unhandled = []
+        for ch in "himitsu":
+            if not await app.key(ord(ch)):
+                unhandled.append(ch)                      # the application types it itself
+            await app.key(ord(ch), release=True)
+            assert app.shown.preedit == ""
+        await app.ic("FocusIn")                           # a round trip: every signal is in
+        # Or fcitx5's keyboard IM committed or forwarded it back unchanged.
+        forwarded = [chr(sym) for sym, _state, release in app.shown.forwarded if not release]
+        received = unhandled + app.shown.commits + forwarded
+        assert "".join(received) == "himitsu"
+        app.disconnect()
+
+    run(body())
+
+
+def test_service_killed_keys_pass_through_then_reconnect(fcitx5_desktop):
+    async def body():
+        await eventually(lambda: _service_up(fcitx5_desktop), timeout_s=45, interval_s=0.3)
+        app = await ready_app(fcitx5_desktop)
+        await type_text(app, "ka")
+        for pid in engine_pids(fcitx5_desktop, "ime_frontend.service"):
+            os.kill(pid, signal.SIGKILL)
+        assert not await app.tap(ord("a"))        # the application gets the key
+        # D-Bus activation brings the service back; the addon re-creates its context.
+        await eventually(lambda: _handled(app), timeout_s=45, interval_s=0.3)
+        assert app.shown.preedit == "い"
+        app.disconnect()
+
+    run(body())
+
+
+def test_slow_service_never_freezes_the_application(fcitx5_desktop):
+    async def body():
+        await eventually(lambda: _service_up(fcitx5_desktop), timeout_s=45, interval_s=0.3)
+        app = await ready_app(fcitx5_desktop)
+        await type_text(app, "ka")
+        (pid,) = engine_pids(fcitx5_desktop, "ime_frontend.service")
+        os.kill(pid, signal.SIGSTOP)                 # a service that does not answer at all
+        try:
+            start = time.monotonic()
+            handled = await app.tap(ord("a"))
+            waited = time.monotonic() - start
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert not handled
+        assert waited < 10                           # bounded by the addon's timeout, not forever
+        await eventually(lambda: _handled(app))      # and it answers again once it is back
+        app.disconnect()
+
+    run(body())
+
+
+async def _handled(app: FcitxApp) -> bool:
+    return await app.tap(ord("i"))
+
+
+def test_sixteen_concurrent_applications(fcitx5_desktop):
+    words = ["kyou", "ashita", "nihongo", "kanji", "tenki", "sakura", "yama", "kawa",
+             "umi", "sora", "hoshi", "tsuki", "hana", "kaze", "mizu", "hikari"]
+
+    async def one(app: FcitxApp, word: str) -> str:
+        for ch in word:
+            await app.tap(ord(ch))
+        app.disconnect()
+        return app.shown.preedit
+
+    async def body():
+        await eventually(lambda: _service_up(fcitx5_desktop), timeout_s=45, interval_s=0.3)
+        # Switching the input method acts on the most recently focused context, so open the
+        # applications one after another; then all of them type at once.
+        apps = [await ready_app(fcitx5_desktop) for _ in words]
+        return await asyncio.gather(*(one(app, w) for app, w in zip(apps, words)))
+
+    from karukan_engine.conversion.plain import PlainConverter
+    from karukan_engine.session import Session
+
+    expected = []
+    for word in words:
+        session = Session(PlainConverter())
+        for ch in word:
+            session.process_key(ord(ch))
+        expected.append(session.view.preedit_text)
+    assert run(body()) == expected
+
+
+async def _service_up(desktop) -> bool:
+    app = await ready_app(desktop)
+    ok = await app.tap(ord("a"))
+    app.disconnect()
+    return ok

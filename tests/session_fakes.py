@@ -1,0 +1,72 @@
+"""A scripted converter for session tests: fixed words and segmentations, every call recorded."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from karukan_engine.conversion.plain import kana_variants
+from karukan_engine.conversion.types import Candidate, ConversionRequest, Segment
+
+
+class ScriptedConverter:
+    """Implements the Converter protocol from tables.
+
+    words: reading → surfaces (best first); plain kana variants follow.
+    segmentations: reading → how to split it when the user fixed nothing.
+    live_text: reading → live conversion; default: the best word of each segment.
+    fail: names of methods that raise (to test the session's fallbacks).
+    """
+
+    def __init__(self, words: dict[str, list[str]] | None = None,
+                 segmentations: dict[str, list[str]] | None = None,
+                 live_text: dict[str, str] | None = None, fail: Sequence[str] = ()) -> None:
+        self.words = words or {}
+        self.segmentations = segmentations or {}
+        self.live_text = live_text or {}
+        self.fail = set(fail)
+        self.requests: list[ConversionRequest] = []
+        self.recorded: list[tuple[list[tuple[str, str]], str]] = []
+
+    def _check(self, name: str) -> None:
+        if name in self.fail:
+            raise RuntimeError(f"scripted failure in {name}")
+
+    def _pieces(self, reading: str, fixed: Sequence[int]) -> list[str]:
+        pieces, start = [], 0
+        for n in fixed:
+            if n <= 0 or start + n > len(reading):
+                break
+            pieces.append(reading[start : start + n])
+            start += n
+        rest = reading[start:]
+        if rest:
+            pieces.extend(self.segmentations.get(rest, [rest]) if not pieces else [rest])
+        return pieces
+
+    def surfaces(self, reading: str) -> list[str]:
+        out: list[str] = []
+        for s in [*self.words.get(reading, []), *(c.surface for c in kana_variants(reading))]:
+            if s not in out:
+                out.append(s)
+        return out
+
+    def convert(self, request: ConversionRequest) -> list[Segment]:
+        self._check("convert")
+        self.requests.append(request)
+        return [Segment(p, tuple(Candidate(s, source="dictionary") for s in self.surfaces(p)))
+                for p in self._pieces(request.reading, request.fixed_lengths)]
+
+    def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
+        self._check("candidates")
+        return [Candidate(s) for s in self.surfaces(request.reading)][:n]
+
+    def live(self, request: ConversionRequest) -> str:
+        self._check("live")
+        self.requests.append(request)
+        if request.reading in self.live_text:
+            return self.live_text[request.reading]
+        return "".join(self.surfaces(p)[0] for p in self._pieces(request.reading, ()))
+
+    def record(self, pairs: Sequence[tuple[str, str]], left_context: str = "") -> None:
+        self._check("record")
+        self.recorded.append((list(pairs), left_context))

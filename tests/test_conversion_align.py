@@ -1,0 +1,101 @@
+"""Aligning a surface back to dictionary words and reading spans (constrained lattice)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from karukan_engine.conversion.align import Aligner
+
+
+@dataclass(frozen=True)
+class Word:
+    surface: str
+    lid: int
+    rid: int
+    cost: int
+
+
+class SmallLexicon:
+    """A tiny dictionary with the system dictionary's interface. POS 1 = noun, 2 = particle."""
+
+    def __init__(self, words):
+        self.words = {}
+        for reading, surface, pos, cost in words:
+            self.words.setdefault(reading, []).append(Word(surface, pos, pos, cost))
+        self.matrix = np.zeros((3, 3), dtype=np.int16)
+        self.meta = {"noun_id": 1}
+        seg = np.ones((3, 3), dtype=bool)
+        seg[1, 2] = False          # noun + particle stay in one bunsetsu
+        self.segmenter = seg
+
+    def prefixes(self, text):
+        return [text[:k] for k in range(1, len(text) + 1) if text[:k] in self.words]
+
+    def lookup(self, reading):
+        return sorted(self.words.get(reading, []), key=lambda w: w.cost)
+
+
+LEXICON = SmallLexicon([
+    ("きょう", "今日", 1, 100), ("きょう", "京", 1, 300), ("は", "は", 2, 10),
+    ("てんき", "天気", 1, 100), ("てんき", "転機", 1, 200), ("いい", "良い", 1, 150),
+    ("こうえん", "公園", 1, 100), ("こうえん", "講演", 1, 120), ("に", "に", 2, 10),
+])
+
+
+def test_model_output_maps_to_words_and_bunsetsu():
+    aligner = Aligner(LEXICON)
+    alignment = aligner.align("きょうはてんき", "今日は転機")
+    assert [(w.reading, w.surface) for w in alignment.words] == [("きょう", "今日"), ("は", "は"), ("てんき", "転機")]
+    assert alignment.segments(LEXICON.segmenter) == [("きょうは", "今日は"), ("てんき", "転機")]
+    assert alignment.cost == 100 + 10 + 200
+
+
+def test_the_cost_prefers_cheaper_words_for_the_same_surface():
+    aligner = Aligner(LEXICON)
+    cheap = aligner.align("こうえんに", "公園に").cost
+    dear = aligner.align("こうえんに", "講演に").cost
+    assert cheap < dear
+
+
+def test_text_spelled_as_read_aligns_as_unknown_words():
+    aligner = Aligner(LEXICON)
+    alignment = aligner.align("いいkarukan", "良いkarukan")
+    assert [(w.reading, w.surface, w.known) for w in alignment.words] == [
+        ("いい", "良い", True), ("karukan", "karukan", False)]
+
+
+def test_katakana_surface_of_a_hiragana_reading_aligns():
+    assert Aligner(LEXICON).align("てれび", "テレビ").segments() == [("てれび", "テレビ")]
+
+
+def test_text_that_cannot_be_aligned_gives_none():
+    aligner = Aligner(LEXICON)
+    assert aligner.align("きょう", "明日") is None
+    assert aligner.align("", "x") is None
+
+
+@given(st.lists(st.sampled_from([("きょう", "今日"), ("は", "は"), ("てんき", "天気"), ("こうえん", "講演"),
+                                 ("に", "に"), ("あ", "ア"), ("1", "1")]), min_size=1, max_size=8))
+@settings(max_examples=100)
+def test_alignment_covers_reading_and_surface_exactly(parts):
+    reading = "".join(r for r, _ in parts)
+    surface = "".join(s for _, s in parts)
+    alignment = Aligner(LEXICON).align(reading, surface)
+    assert alignment is not None
+    segments = alignment.segments(LEXICON.segmenter)
+    assert "".join(r for r, _ in segments) == reading
+    assert "".join(s for _, s in segments) == surface
+    assert all(r and s for r, s in segments)
+
+
+def test_with_the_system_dictionary():
+    system = pytest.importorskip("karukan_engine.dictionary.system")
+    try:
+        dictionary = system.SystemDictionary()
+    except FileNotFoundError:
+        pytest.skip("compiled system dictionary not built")
+    alignment = Aligner(dictionary).align("かいぎのしりょうをおくります", "会議の資料を送ります")
+    assert alignment.segments(dictionary.segmenter) == [
+        ("かいぎの", "会議の"), ("しりょうを", "資料を"), ("おくります", "送ります")]

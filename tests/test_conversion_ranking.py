@@ -1,0 +1,93 @@
+"""The fused score and ranking of whole-reading candidates."""
+
+from hypothesis import given, settings, strategies as st
+
+from karukan_engine.conversion.ranking import Evidence, dedup, fused_score, rank
+from karukan_engine.conversion.settings import ConversionSettings, FusionWeights
+from karukan_engine.conversion.types import Candidate
+
+import pytest
+
+
+def ev(surface, source="dictionary", cost=None, nll=None, learning=0.0):
+    return Evidence(Candidate(surface, source=source), cost, nll, learning)
+
+
+def test_model_evidence_can_overturn_the_dictionary_order():
+    weights = FusionWeights(lattice=1.0, nll=1.0, learning=1.0, unaligned=5.0)
+    items = [ev("公園に", cost=4000, nll=3.0), ev("講演に", cost=4400, nll=1.0, source="model")]
+    assert [c.surface for c in rank(items, 5, weights)] == ["講演に", "公園に"]
+    no_model = FusionWeights(lattice=1.0, nll=0.0, learning=1.0, unaligned=5.0)
+    assert [c.surface for c in rank(items, 5, no_model)] == ["公園に", "講演に"]
+
+
+def test_learning_lifts_a_candidate():
+    weights = FusionWeights(learning=2.0)
+    items = [ev("箸", cost=3000, nll=2.0), ev("橋", cost=3500, nll=2.0, learning=1.0, source="learning")]
+    assert rank(items, 2, weights)[0].surface == "橋"
+
+
+def test_unaligned_surfaces_pay_a_penalty():
+    weights = FusionWeights(unaligned=10.0)
+    items = [ev("xyz", source="model", nll=0.1), ev("今日", cost=1000, nll=1.0)]
+    assert rank(items, 3, weights)[0].surface == "今日"
+
+
+def test_variants_stay_last_and_duplicates_go():
+    items = [ev("キョウ", source="variant"), ev("今日", cost=100), ev("今日", source="model", nll=0.5),
+             ev("きょう", source="variant")]
+    ranked = rank(items, 3, FusionWeights())
+    assert [c.surface for c in ranked] == ["今日", "キョウ", "きょう"]
+
+
+def test_settings_from_config_table():
+    s = ConversionSettings.from_mapping({"live_budget_ms": 30, "weights": {"nll": 2.5}, "scheme": "verify"})
+    assert s.live_budget_ms == 30 and s.weights.nll == 2.5 and s.scheme == "verify"
+    assert s.weights.lattice == FusionWeights().lattice
+    with pytest.raises(ValueError):
+        ConversionSettings.from_mapping({"no_such_key": 1})
+    with pytest.raises(ValueError):
+        ConversionSettings.from_mapping({"weights": {"bogus": 1}})
+    with pytest.raises(ValueError):
+        ConversionSettings.from_mapping({"scheme": "magic"})
+    with pytest.raises(ValueError):
+        FusionWeights(nll=-1)
+
+
+evidence = st.builds(
+    ev,
+    st.text("あいう今日", min_size=1, max_size=3),
+    st.sampled_from(["dictionary", "model", "learning", "variant"]),
+    st.one_of(st.none(), st.integers(0, 20000)),
+    st.one_of(st.none(), st.floats(0, 10)),
+    st.floats(0, 3),
+)
+weights = st.builds(FusionWeights, *(st.floats(0, 5) for _ in range(4)))
+
+
+@given(st.lists(evidence, max_size=12), weights, st.integers(1, 20))
+@settings(max_examples=200)
+def test_ranking_is_a_deduplicated_permutation_sorted_by_score(items, w, n):
+    ranked = rank(items, n, w)
+    assert len({c.surface for c in ranked}) == len(ranked)
+    assert {c.surface for c in ranked} == {it.candidate.surface for it in items}
+    # Among non-variants, first occurrences come out in ascending score order.
+    best = {}
+    for it in items:
+        if it.candidate.source != "variant":
+            s = fused_score(it, n, w)
+            best[it.candidate.surface] = min(best.get(it.candidate.surface, s), s)
+    scores = [best[c.surface] for c in ranked if c.source != "variant" and c.surface in best]
+    firsts = []
+    seen = set()
+    for it in sorted((it for it in items if it.candidate.source != "variant"),
+                     key=lambda it: fused_score(it, n, w)):
+        if it.candidate.surface not in seen:
+            seen.add(it.candidate.surface)
+            firsts.append(it.candidate.surface)
+    assert [c.surface for c in ranked][: len(firsts)] == firsts
+    assert scores == sorted(scores)
+
+
+def test_dedup_keeps_first():
+    assert [c.surface for c in dedup([Candidate("a"), Candidate("b"), Candidate("a"), Candidate("")])] == ["a", "b"]

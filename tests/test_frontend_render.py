@@ -1,0 +1,122 @@
+"""Views to IBus signals, and the engine service's wire form of a view."""
+
+from __future__ import annotations
+
+import io
+
+from dbus_fast import Message
+from dbus_fast._private.unmarshaller import Unmarshaller
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ime_frontend import wire
+from ime_frontend.ibus import gvariant as gv
+from ime_frontend.ibus.render import PREEDIT_COMMIT, IBusRenderer, preedit_attributes
+from karukan_engine.session.view import CandidateItem, CandidatePage, PreeditSpan, PreeditStyle, View
+
+texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12)
+spans = st.lists(st.builds(PreeditSpan, texts, st.sampled_from(list(PreeditStyle))), max_size=4)
+
+
+@st.composite
+def pages(draw):
+    items = draw(st.lists(st.builds(CandidateItem, st.sampled_from("123456789"), texts, texts), min_size=1, max_size=9))
+    cursor = draw(st.one_of(st.none(), st.integers(0, len(items) - 1)))
+    pages_n = draw(st.integers(1, 5))
+    return CandidatePage(tuple(items), cursor, draw(st.integers(0, pages_n - 1)), pages_n,
+                         draw(st.integers(len(items), 60)))
+
+
+views = st.builds(
+    View, handled=st.booleans(), preedit=spans.map(tuple), caret=st.integers(0, 60),
+    candidates=st.one_of(st.none(), pages()), aux=texts, commit=texts,
+    mode=st.sampled_from(["hiragana", "katakana", "alphanumeric"]), enabled=st.booleans(),
+)
+
+
+class ClientModel:
+    """What an IBus client shows after receiving the engine's signals."""
+
+    def __init__(self) -> None:
+        self.preedit = ("", 0, ())
+        self.table: tuple | None = None
+        self.aux = ""
+        self.committed: list[str] = []
+
+    def apply(self, member: str, body: list) -> None:
+        if member == "CommitText":
+            self.committed.append(gv.decode_text(body[0])[0])
+        elif member == "UpdatePreeditText":
+            text, attrs = gv.decode_text(body[0])
+            assert body[3] == PREEDIT_COMMIT
+            self.preedit = (text, body[1], tuple(attrs)) if body[2] else ("", 0, ())
+        elif member == "UpdateLookupTable":
+            table = gv.decode_lookup_table(body[0])
+            self.table = (table.candidates, table.labels, table.cursor, table.cursor_visible) if body[1] else None
+        elif member == "UpdateAuxiliaryText":
+            self.aux = gv.decode_text(body[0])[0] if body[1] else ""
+        else:
+            raise AssertionError(member)
+
+
+def expected_table(view: View):
+    page = view.candidates
+    if page is None:
+        return None
+    return (tuple(f"{i.text} {i.annotation}" if i.annotation else i.text for i in page.items),
+            tuple(i.label for i in page.items), page.cursor or 0, page.cursor is not None)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(views, min_size=1, max_size=8))
+def test_client_shows_exactly_the_last_view(sequence):
+    renderer, client = IBusRenderer(), ClientModel()
+    for view in sequence:
+        for member, _sig, body in renderer.render(view):
+            client.apply(member, body)
+    last = sequence[-1]
+    text = last.preedit_text
+    shown = (text, min(last.caret, len(text)), tuple(preedit_attributes(last))) if text else ("", 0, ())
+    assert client.preedit == shown
+    assert client.table == expected_table(last)
+    assert client.aux == last.aux
+    assert client.committed == [v.commit for v in sequence if v.commit]
+
+
+@settings(max_examples=50, deadline=None)
+@given(views)
+def test_rendering_the_same_view_twice_sends_only_the_commit(view):
+    renderer = IBusRenderer()
+    renderer.render(view)
+    again = renderer.render(view)
+    assert [m for m, _s, _b in again] == (["CommitText"] if view.commit else [])
+
+
+def test_clear_leaves_nothing_shown():
+    renderer, client = IBusRenderer(), ClientModel()
+    page = CandidatePage((CandidateItem("1", "漢字"),), 0, 0, 1, 1)
+    view = View(True, (PreeditSpan("かんじ"),), 3, page, aux="1/1")
+    for member, _s, body in renderer.render(view) + renderer.clear():
+        client.apply(member, body)
+    assert (client.preedit, client.table, client.aux) == (("", 0, ()), None, "")
+
+
+def test_highlighted_segment_gets_colours_and_offsets_in_characters():
+    view = View(True, (PreeditSpan("漢字"), PreeditSpan("を", PreeditStyle.HIGHLIGHT)), 3)
+    attrs = preedit_attributes(view)
+    assert gv.Attribute(gv.AttrType.UNDERLINE, gv.Underline.SINGLE, 0, 2) in attrs
+    assert {(a.type, a.start, a.end) for a in attrs if a.type != gv.AttrType.UNDERLINE} == {
+        (gv.AttrType.FOREGROUND, 2, 3), (gv.AttrType.BACKGROUND, 2, 3)}
+
+
+@settings(max_examples=150, deadline=None)
+@given(views)
+def test_view_wire_form_round_trips_through_a_dbus_message(view):
+    body = [wire.encode_view(view)]
+    data = Message(destination="a.b", path="/a", interface="a.b", member="M", signature=wire.VIEW_SIG,
+                   body=body)._marshall(False)
+    unmarshaller = Unmarshaller(io.BytesIO(data))
+    unmarshaller.unmarshall()
+    decoded = wire.decode_view(list(unmarshaller.message.body[0]))
+    assert decoded == View(view.handled, view.preedit, view.caret, view.candidates, view.aux, view.commit,
+                           view.mode, view.enabled)

@@ -1,0 +1,241 @@
+"""The engine service on a real private dbus-daemon: contract, errors, ordering, ownership."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import xml.etree.ElementTree as ET
+from contextlib import asynccontextmanager
+
+import pytest
+from dbus_fast import Message, MessageType
+from dbus_fast.aio import MessageBus
+from dbus_fast.errors import DBusError
+
+from ime_frontend import wire
+from ime_frontend.client import EngineClient
+from ime_frontend.contexts import EngineCore
+from ime_frontend.headless import HeadlessDesktop
+from ime_frontend.service import MAX_SURROUNDING_CHARS, EngineService, serve
+from karukan_engine.conversion.plain import PlainConverter
+from karukan_engine.session import Session
+from karukan_engine.session.view import PreeditSpan, View
+
+SPACE, RETURN, BACKSPACE = 0x20, 0xFF0D, 0xFF08
+TIMEOUT_S = 30
+
+
+class SavingConverter(PlainConverter):
+    """The plain converter, recording that shutdown asked it to save its learning data."""
+
+    saved = 0
+
+    def save(self) -> None:
+        SavingConverter.saved += 1
+
+
+@pytest.fixture(scope="module")
+def bus_address():
+    with HeadlessDesktop() as desktop:
+        yield desktop.start_session_bus()
+
+
+@asynccontextmanager
+async def running_service(address: str):
+    ready: asyncio.Future[EngineService] = asyncio.get_running_loop().create_future()
+    stop = asyncio.Event()
+    task = asyncio.ensure_future(serve(lambda: EngineCore(SavingConverter()), address,
+                                       ready=ready.set_result, stop=stop))
+    done, _ = await asyncio.wait({task, ready}, timeout=TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
+    if ready not in done:
+        task.result() if task.done() else task.cancel()
+        raise AssertionError("service did not start")
+    try:
+        yield ready.result()
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(task, TIMEOUT_S) == 0
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, TIMEOUT_S * 2))
+
+
+async def type_keys(ctx, keys: list[int]) -> View:
+    view = None
+    for key in keys:
+        view = await ctx.process_key(key, 0, False)
+        await ctx.process_key(key, 0, True)
+    return view
+
+
+def local_views(keys: list[int]) -> View:
+    session = Session(PlainConverter())
+    view = None
+    for key in keys:
+        view = session.process_key(key, 0, False)
+        session.process_key(key, 0, True)
+    return View(view.handled, view.preedit, view.caret, view.candidates, view.aux, view.commit, view.mode, view.enabled)
+
+
+def test_typing_through_the_service_gives_the_sessions_views(bus_address):
+    async def body():
+        async with running_service(bus_address):
+            client = await EngineClient.connect(bus_address)
+            ctx = await client.create_context("test")
+            view = await type_keys(ctx, [ord(c) for c in "kanji"])
+            assert view.handled and view.preedit_text == "かんじ"
+            commit = await ctx.process_key(RETURN, 0, False)
+            assert commit.commit == "かんじ" and commit.preedit_text == ""
+            client.disconnect()
+
+    run(body())
+
+
+def test_views_equal_an_in_process_session(bus_address):
+    keys = [ord(c) for c in "nihongo"] + [SPACE, BACKSPACE] + [ord(c) for c in "desu"]
+
+    async def body():
+        async with running_service(bus_address):
+            client = await EngineClient.connect(bus_address)
+            ctx = await client.create_context("test")
+            remote = await type_keys(ctx, keys)
+            client.disconnect()
+            return remote
+
+    assert run(body()) == local_views(keys)
+
+
+def test_malformed_calls_get_errors_and_the_service_stays_up(bus_address):
+    async def body():
+        async with running_service(bus_address):
+            client = await EngineClient.connect(bus_address)
+            ctx = await client.create_context("test")
+            failures = [
+                ("ProcessKey", "s", ["x"], "org.freedesktop.DBus.Error.InvalidArgs"),
+                ("ProcessKey", "uuuub", [999999, 97, 0, 0, False], wire.ERROR_UNKNOWN_CONTEXT),
+                ("NoSuchMethod", "", [], "org.freedesktop.DBus.Error.UnknownMethod"),
+                ("SetSurroundingText", "usuu", [ctx.id, "あ" * (MAX_SURROUNDING_CHARS + 1), 0, 0], wire.ERROR_LIMITS),
+                ("SetSurroundingText", "usuu", [ctx.id, "abc", 7, 0], wire.ERROR_INVALID_ARGS),
+                ("SetInputMode", "us", [ctx.id, "no-such-mode"], wire.ERROR_INVALID_ARGS),
+                ("SetInputMode", "us", [ctx.id, "x" * 100000], wire.ERROR_INVALID_ARGS),
+                ("CreateContext", "s", ["n" * 10000], wire.ERROR_INVALID_ARGS),
+                ("DestroyContext", "u", [0], wire.ERROR_UNKNOWN_CONTEXT),
+            ]
+            for member, sig, args, error in failures:
+                with pytest.raises(DBusError) as info:
+                    await client.call(member, sig, args)
+                assert info.value.type == error, member
+            # A message the service cannot even route by interface.
+            reply = await client.bus.call(Message(destination=wire.BUS_NAME, path=wire.OBJECT_PATH,
+                                                  interface="org.example.Nope", member="X"))
+            assert reply.message_type == MessageType.ERROR
+            view = await type_keys(ctx, [ord("a")])
+            assert view.preedit_text == "あ"
+            await ctx.close()
+            with pytest.raises(DBusError):
+                await ctx.get_view()
+            client.disconnect()
+
+    run(body())
+
+
+def test_contexts_belong_to_their_connection_and_die_with_it(bus_address):
+    async def body():
+        async with running_service(bus_address) as service:
+            owner = await EngineClient.connect(bus_address)
+            other = await EngineClient.connect(bus_address)
+            ctx = await owner.create_context("owner")
+            with pytest.raises(DBusError) as info:
+                await other.call("GetView", "u", [ctx.id])
+            assert info.value.type == wire.ERROR_UNKNOWN_CONTEXT
+            assert (await other.info())["contexts"] == "1"
+            owner.disconnect()
+            for _ in range(200):   # NameOwnerChanged arrives asynchronously
+                if service.context_count == 0:
+                    break
+                await asyncio.sleep(0.01)
+            assert service.context_count == 0
+            other.disconnect()
+
+    run(body())
+
+
+def test_sixteen_concurrent_clients_lose_and_reorder_no_key(bus_address):
+    rng = random.Random(7)
+    words = ["".join(rng.choice("aiueokstnhmyrwg") for _ in range(rng.randint(5, 14))) for _ in range(16)]
+
+    async def one(word: str) -> View:
+        client = await EngineClient.connect(bus_address)
+        ctx = await client.create_context("concurrent")
+        # Fire every key without waiting, as a busy frontend would; answers must still be in order.
+        calls = []
+        for ch in word:
+            calls.append(ctx.process_key(ord(ch), 0, False))
+            calls.append(ctx.process_key(ord(ch), 0, True))
+        views = await asyncio.gather(*calls)
+        client.disconnect()
+        return [v for v in views[::2]][-1]
+
+    async def body():
+        async with running_service(bus_address):
+            return await asyncio.gather(*(one(w) for w in words))
+
+    results = run(body())
+    for word, view in zip(words, results):
+        assert view == local_views([ord(c) for c in word]), word
+
+
+def test_late_views_reach_the_owner_as_signals(bus_address):
+    async def body():
+        async with running_service(bus_address) as service:
+            received: asyncio.Queue[View] = asyncio.Queue()
+            client = await EngineClient.connect(bus_address)
+            ctx = await client.create_context("late")
+            ctx.on_update = received.put_nowait
+            host = service._contexts[ctx.id].host
+            late = View(True, (PreeditSpan("今日"),), 2)
+            threading.Thread(target=host.push_view, args=(late,)).start()   # e.g. a model worker
+            got = await asyncio.wait_for(received.get(), TIMEOUT_S)
+            assert got == late
+            client.disconnect()
+
+    run(body())
+
+
+def test_introspection_lists_the_interface(bus_address):
+    async def body():
+        async with running_service(bus_address):
+            bus = await MessageBus(bus_address=bus_address).connect()
+            reply = await bus.call(Message(destination=wire.BUS_NAME, path=wire.OBJECT_PATH,
+                                           interface="org.freedesktop.DBus.Introspectable", member="Introspect"))
+            bus.disconnect()
+            return reply.body[0]
+
+    root = ET.fromstring(run(body()))
+    iface = root.find(f"interface[@name='{wire.INTERFACE}']")
+    names = {m.get("name") for m in iface.findall("method")}
+    assert {"CreateContext", "ProcessKey", "FocusOut", "SelectCandidate", "SetContentType"} <= names
+    process_key = iface.find("method[@name='ProcessKey']")
+    assert [a.get("type") for a in process_key.findall("arg")] == ["u", "u", "u", "u", "b", wire.VIEW_SIG]
+
+
+def test_shutdown_saves_learning_data(bus_address):
+    before = SavingConverter.saved
+
+    async def body():
+        async with running_service(bus_address):
+            pass
+
+    run(body())
+    assert SavingConverter.saved == before + 1
+
+
+def test_a_second_service_refuses_to_start(bus_address):
+    async def body():
+        async with running_service(bus_address):
+            with pytest.raises(RuntimeError, match="already owned"):
+                await serve(lambda: EngineCore(PlainConverter()), bus_address, stop=asyncio.Event())
+
+    run(body())

@@ -1,0 +1,215 @@
+"""The fused converter on the real dictionary and a tiny real llama.cpp model."""
+
+from dataclasses import replace
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+
+from karukan_engine.conversion.chunking import chunk_left_context, split_chunks  # noqa: E402
+from karukan_engine.conversion.factory import ConverterOptions, build_converter  # noqa: E402
+from karukan_engine.conversion.fused import FusedConverter, build_fused_converter  # noqa: E402
+from karukan_engine.conversion.live_service import LiveService  # noqa: E402
+from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
+from karukan_engine.conversion.scheduler import JobContext, Priority  # noqa: E402
+from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
+from karukan_engine.conversion.types import ConversionRequest, check_segments  # noqa: E402
+from karukan_engine.dictionary.learning import LearningStore  # noqa: E402
+from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary  # noqa: E402
+from karukan_engine.lattice.converter import LatticeConverter  # noqa: E402
+from karukan_engine.neural.background import LoadHandle  # noqa: E402
+from karukan_engine.neural.model import load_model  # noqa: E402
+from karukan_engine.neural.testing import TinyModelSpec, write_model_dir  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
+
+READINGS = ["きょうはいいてんきですね", "かいぎのしりょうをおくります", "3じにこうえんでまつ"]
+SETTINGS = ConversionSettings(chunk_chars=8)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return write_model_dir(tmp_path_factory.mktemp("tiny"), TinyModelSpec(seed=3, eos_scale=2.0))
+
+
+@pytest.fixture(scope="module")
+def model(model_dir):
+    m = load_model(model_dir)
+    yield m
+    m.close()
+
+
+@pytest.fixture(scope="module")
+def system():
+    return SystemDictionary()
+
+
+@pytest.fixture
+def base(system, tmp_path):
+    return LatticeConverter(system, None, LearningStore(tmp_path / "learning.json"))
+
+
+@pytest.fixture
+def fused(base, model, system):
+    return FusedConverter(base, [ModelSlot(model, "tiny")], SETTINGS, lexicon=system)
+
+
+def req(reading, context=""):
+    return ConversionRequest(reading, context)
+
+
+def test_without_a_model_it_is_the_dictionary(base, system):
+    fused = FusedConverter(base, [], SETTINGS, lexicon=system)
+    for reading in READINGS:
+        assert fused.candidates(req(reading), 9) == base.candidates(req(reading), 9)
+        assert fused.convert(req(reading)) == base.convert(req(reading))
+        assert fused.live(req(reading)) == base.live(req(reading))
+
+
+def test_a_model_that_fails_to_load_leaves_the_dictionary(base, system, tmp_path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)
+    slot = ModelSlot(LoadHandle(lambda: load_model(broken)), "broken")
+    fused = FusedConverter(base, [slot], SETTINGS, lexicon=system)
+    assert not fused.wait_for_model(30)
+    assert fused.candidates(req(READINGS[0]), 5) == base.candidates(req(READINGS[0]), 5)
+    assert fused.live_refined(req(READINGS[0])) is None
+
+
+def expected_live(fused, model, reading, context=""):
+    """What live conversion must be: the model per Japanese chunk, the dictionary elsewhere."""
+    done = []
+    for chunk in split_chunks(reading, SETTINGS.chunk_limits):
+        lctx = chunk_left_context(context, done, SETTINGS.context_chars)
+        if chunk.japanese:
+            text = model.greedy(chunk.text, lctx, max_new=fused.max_new_for(chunk.text)).text
+            text = text or fused.base.live(req(chunk.text, lctx))
+        else:
+            text = fused.base.live(req(chunk.text, lctx))
+        done.append(text)
+    return "".join(done)
+
+
+def test_live_refined_is_the_model_per_chunk_and_digits_bypass_it(fused, model):
+    for reading in READINGS:
+        assert fused.live_refined(req(reading, "前")) == expected_live(fused, model, reading, "前")
+
+
+def test_refined_chunks_are_cached_and_shown_by_the_quick_path(fused):
+    reading = READINGS[1]
+    refined = fused.live_refined(req(reading))
+    hits = fused.cache.hits
+    assert fused.live_quick(req(reading)) == refined   # no flip back to the dictionary text
+    assert fused.cache.hits > hits
+    # Typing on: finished chunks are not converted again.
+    before = fused.cache.misses
+    fused.live_refined(req(reading + "ね"))
+    assert fused.cache.misses - before <= 2  # only the last chunk (model + dictionary tiers)
+
+
+def test_learning_beats_the_model_in_live_conversion(fused):
+    fused.record([("きょう", "京")])
+    assert fused.live(req("きょう")) == "京"
+
+
+def test_explicit_candidates_merge_model_and_dictionary(fused, model, base):
+    reading = READINGS[0]
+    got = fused.candidates(req(reading), 30)
+    surfaces = [c.surface for c in got]
+    assert len(set(surfaces)) == len(surfaces)
+    assert base.candidates(req(reading), 1)[0].surface in surfaces
+    assert any(c.source == "model" for c in got)
+    sources = [c.source for c in got]
+    assert "variant" not in sources or all(s == "variant" for s in sources[sources.index("variant"):])
+
+
+def test_weights_decide_the_order(base, model, system):
+    reading = READINGS[0]
+    model_heavy = FusedConverter(base, [ModelSlot(model, "tiny")], replace(
+        SETTINGS, weights=replace(SETTINGS.weights, lattice=0.0, unaligned=0.0, nll=1.0)), system)
+    top = model_heavy.candidates(req(reading), 1)[0].surface
+    pool = [c.surface for c in model_heavy.candidates(req(reading), 30) if c.source != "variant"]
+    nlls = model.score_many(reading, "", pool)
+    assert top == pool[min(range(len(pool)), key=lambda i: nlls[i])]
+
+
+def test_convert_segments_spell_the_best_candidate(fused):
+    for reading in READINGS:
+        segments = fused.convert(req(reading))
+        check_segments(reading, segments)
+        best = fused.candidates(req(reading), 1)[0].surface
+        assert "".join(s.best.surface for s in segments) == best
+
+
+def test_resized_segments_keep_the_users_boundaries(fused):
+    segments = fused.convert(ConversionRequest(READINGS[0], fixed_lengths=(2,)))
+    check_segments(READINGS[0], segments, (2,))
+
+
+def test_deadline_fallback_keeps_the_dictionary_text(fused):
+    request = req("とうきょうとにいく")
+    stage = fused.greedy_stage(fused.slots[0])
+    for _ in range(5):
+        fused.timings.observe(stage, 1.0, units=1)   # the model looks far too slow
+    tight = JobContext("s", 0, Priority.LIVE, deadline=None)
+    tight.deadline = __import__("time").monotonic() + 0.01
+    assert fused.live_refined(request, tight) is None
+    assert fused.live_refined(request) is not None  # without a budget it still runs
+
+
+def test_superseded_refinement_stops(fused):
+    ctx = JobContext("s", 0, Priority.LIVE, deadline=None)
+    ctx._cancel.set()
+    assert fused.live_refined(req(READINGS[0]), ctx) is None
+
+
+def test_verify_scheme_returns_dictionary_paths(base, model, system):
+    fused = FusedConverter(base, [ModelSlot(model, "tiny")], replace(SETTINGS, scheme="verify"), system)
+    for reading in READINGS:
+        top = fused.candidates(req(reading), 5)[0].surface
+        assert fused.aligner.align(reading, top) is not None
+
+
+def test_verify_keeps_a_draft_the_model_agrees_with(model, system):
+    from karukan_engine.conversion.align import Aligner
+    from karukan_engine.conversion.verify import verify_draft
+
+    slot = ModelSlot(model, "tiny")
+    generation = model.greedy("かいぎ")
+    assert generation.finished
+    assert slot.check_draft("かいぎ", "", generation.text) is None
+    assert verify_draft(slot, Aligner(system), "かいぎ", "", generation.text, 3) == generation.text
+
+
+def test_live_service_answers_now_and_refines_later(fused):
+    service = LiveService(fused, budget_ms=10_000)
+    updates = []
+    try:
+        reading = READINGS[0]
+        quick = service.key("s", req(reading), updates.append)
+        assert quick == fused.live_quick(req(reading))
+        assert service.scheduler.idle(30)
+        refined = fused.live_refined(req(reading))
+        assert [u.text for u in updates] == ([refined] if refined != quick else [])
+        # Two keys in a row: only the second key's refinement may arrive.
+        updates.clear()
+        service.key("s", req("とうきょうと"), updates.append)
+        last = service.key("s", req("とうきょうとに"), updates.append)
+        assert service.scheduler.idle(30)
+        assert all(u.reading == "とうきょうとに" for u in updates)
+        assert service.call("s", lambda: fused.candidates(req("とうきょう"), 3))
+        assert last
+    finally:
+        service.shutdown()
+
+
+def test_factory_builds_the_fused_pipeline_from_a_model_path(model_dir):
+    converter = build_converter(ConverterOptions(model_id=str(model_dir)))
+    assert isinstance(converter, FusedConverter)
+    assert converter.ready_slots()
+    assert converter.live(req(READINGS[0]))
+    converter.close()
+
+
+def test_factory_without_the_model_gives_the_dictionary(tmp_path, base):
+    assert build_fused_converter(base, ConverterOptions(model_id=str(tmp_path / "none.gguf"))) is base

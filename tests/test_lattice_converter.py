@@ -1,0 +1,138 @@
+"""LatticeConverter over the bundled Mozc dictionary: the Converter contract, resize, variants."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from karukan_engine.conversion.types import ConversionRequest, Converter, check_segments
+from karukan_engine.dictionary.learning import LearningStore
+from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
+from karukan_engine.dictionary.user_dictionary import UserDictionary
+from karukan_engine.lattice.converter import LatticeConverter
+
+pytestmark = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(),
+                                reason="compiled dictionary not built")
+
+
+@pytest.fixture(scope="module")
+def system():
+    return SystemDictionary()
+
+
+@pytest.fixture
+def converter(system, tmp_path):
+    user = UserDictionary(tmp_path / "user.tsv", pos_names=system.user_pos)
+    return LatticeConverter(system, user, LearningStore(tmp_path / "learning.json"))
+
+
+def test_implements_the_protocol(converter):
+    assert isinstance(converter, Converter)
+
+
+def test_load_default_reads_user_data_from_xdg(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    converter = LatticeConverter.load_default()
+    assert converter.learning.path == tmp_path / "karukan" / "learning.json"
+    assert converter.user_dictionary.path == tmp_path / "karukan" / "user_dictionary.tsv"
+
+
+def test_load_default_without_data_raises_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        LatticeConverter.load_default(tmp_path)
+
+
+@pytest.mark.parametrize("reading, expected", [
+    ("きょうはいいてんきですね", "今日はいい天気ですね"),
+    ("わたしはがくせいです", "私は学生です"),
+    ("こうえんにいく", "公園に行く"),
+])
+def test_best_conversion(converter, reading, expected):
+    request = ConversionRequest(reading)
+    assert converter.live(request) == expected
+    assert converter.candidates(request, 5)[0].surface == expected
+    assert "".join(s.best.surface for s in converter.convert(request)) == expected
+
+
+def test_nbest_is_distinct_and_ordered(converter):
+    cands = converter.candidates(ConversionRequest("こうえんにいく"), 10)
+    surfaces = [c.surface for c in cands]
+    assert len(surfaces) == 10 == len(set(surfaces))
+    assert surfaces[:3] == ["公園に行く", "公演に行く", "講演に行く"]
+
+
+def test_segments_and_alternatives(converter):
+    segments = converter.convert(ConversionRequest("きょうはいいてんきですね"))
+    check_segments("きょうはいいてんきですね", segments)
+    assert segments[0].reading == "きょうは"
+    first = [c.surface for c in segments[0].candidates]
+    assert first[0] == "今日は" and "きょうは" in first and "キョウハ" in first
+    assert len(first) == len(set(first))
+
+
+def test_resize_keeps_fixed_lengths_and_reconverts_the_rest(converter):
+    reading = "きょうはいいてんきですね"
+    segments = converter.convert(ConversionRequest(reading, fixed_lengths=(3,)))
+    check_segments(reading, segments, (3,))
+    assert segments[0].reading == "きょう" and segments[0].best.surface == "今日"
+    assert segments[1].reading.startswith("は")
+    longer = converter.convert(ConversionRequest(reading, fixed_lengths=(6, 2)))
+    check_segments(reading, longer, (6, 2))
+
+
+@pytest.fixture(scope="module")
+def plain_converter(system):
+    return LatticeConverter(system)
+
+
+@settings(max_examples=40, deadline=None)
+@given(reading=st.text(alphabet="かきくけこあいうえおんはをー1a", min_size=1, max_size=12), data=st.data())
+def test_segments_always_cover_the_reading(plain_converter, reading, data):
+    converter = plain_converter
+    fixed = tuple(data.draw(st.lists(st.integers(1, 3), max_size=2)))
+    if sum(fixed) > len(reading):
+        fixed = ()
+    segments = converter.convert(ConversionRequest(reading, fixed_lengths=fixed))
+    check_segments(reading, segments, fixed)
+    for segment in segments:
+        surfaces = [c.surface for c in segment.candidates]
+        assert len(surfaces) == len(set(surfaces))
+
+
+def test_number_and_symbol_variants(converter):
+    segments = converter.convert(ConversionRequest("123えんです"))
+    first = {c.surface: c.annotation for c in segments[0].candidates}
+    assert first.get("１２３") == "[全]数字"
+    assert "百二十三" in first and "一二三" in first
+    arrows = converter.convert(ConversionRequest("やじるし"))
+    assert any(c.surface == "→" for c in arrows[0].candidates)
+
+
+def test_user_word_enters_the_lattice(converter):
+    assert converter.live(ConversionRequest("かるかん")) != "軽患"
+    converter.user_dictionary.add("かるかん", "軽患", "名詞")
+    cands = converter.candidates(ConversionRequest("かるかん"), 5)
+    assert cands[0].surface == "軽患" and cands[0].source == "user"
+
+
+def test_learning_moves_a_committed_conversion_up(converter):
+    request = ConversionRequest("きしゃ")
+    assert converter.live(request) == "記者"
+    assert converter.convert(request)[0].candidates[0].surface == "記者"   # fills the caches
+    converter.record([("きしゃ", "帰社")])
+    assert converter.live(request) == "帰社"
+    assert converter.convert(request)[0].candidates[0].surface == "帰社"
+    assert converter.learning.path.is_file()
+
+
+def test_multi_word_learned_segment_joins_a_sentence(converter):
+    converter.record([("きしゃが", "帰社が")])
+    assert converter.live(ConversionRequest("きしゃがきた")).startswith("帰社が")
+
+
+def test_repeated_convert_is_stable(converter):
+    request = ConversionRequest("きょうはいいてんきですね", fixed_lengths=(3,))
+    assert converter.convert(request) == converter.convert(request)
+    converter.clear_cache()
+    assert converter.convert(request) == converter.convert(ConversionRequest(request.reading, fixed_lengths=(3,)))

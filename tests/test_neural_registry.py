@@ -1,0 +1,76 @@
+"""models.toml and model resolution (no llama.cpp needed)."""
+
+from pathlib import Path
+
+import pytest
+
+from karukan_engine.neural.errors import DownloadError, ModelNotFoundError, NeuralError, UnknownModelError
+from karukan_engine.neural.registry import default_registry_path, load_registry, parse_registry, resolve_model
+
+JINEN = ["jinen-v1-xsmall-q5", "jinen-v1-small-q5", "jinen-v1.1-beta-q5", "jinen-v2-xsmall-q5", "jinen-v2-small-q5"]
+
+
+def test_repository_registry_lists_the_models():
+    registry = load_registry(default_registry_path())
+    assert registry.source is not None and registry.source.name == "models.toml"
+    for model_id in JINEN:
+        entry = registry.get(model_id)
+        assert entry.source_kind == "hub" and entry.file.endswith("Q5_K_M.gguf")
+        assert entry.repo.startswith("togatogah/") and entry.tokenizer == "tokenizer.json"
+    assert any(e.prompt == "zenz-v3" and e.kv_overrides for e in registry.entries.values())
+    bundled = registry.get(registry.default_id)
+    assert bundled.source_kind == "package" and bundled.local_path().parts[-2:] == ("data", "model")
+
+
+def test_bad_entries_are_reported():
+    with pytest.raises(NeuralError, match="exactly one"):
+        parse_registry('[models.x]\nrepo = "a/b"\n', Path("."))
+    with pytest.raises(NeuralError, match="exactly one"):
+        parse_registry('[models.x]\nrepo = "a/b"\nfile = "m.gguf"\npath = "m.gguf"\n', Path("."))
+    with pytest.raises(NeuralError, match="tokenizer"):
+        parse_registry('[models.x]\npath = "m.gguf"\ntokenizer = "sentencepiece"\n', Path("."))
+    with pytest.raises(NeuralError, match="default"):
+        parse_registry('default = "y"\n[models.x]\npath = "m.gguf"\n', Path("."))
+    with pytest.raises(NeuralError, match="TOML"):
+        parse_registry("[models.x\n", Path("."))
+
+
+def test_resolve_paths_and_ids(tmp_path):
+    model_dir = tmp_path / "mine"
+    model_dir.mkdir()
+    (model_dir / "m.gguf").write_bytes(b"GGUF")
+    (model_dir / "tokenizer.json").write_text("{}")
+    registry = parse_registry(
+        '[models.local]\npath = "mine"\n[models.bare]\npath = "mine/m.gguf"\ntokenizer = "gguf"\n'
+        '[models.gone]\npath = "elsewhere"\n[models.hub]\nrepo = "nobody/not-a-real-repo-4242"\nfile = "x.gguf"\n',
+        tmp_path,
+    )
+    local = resolve_model("local", registry)
+    assert local.gguf == model_dir / "m.gguf" and local.tokenizer == model_dir / "tokenizer.json"
+    assert resolve_model("bare", registry).tokenizer is None
+    by_path = resolve_model(str(model_dir), registry)
+    assert by_path.gguf == model_dir / "m.gguf" and by_path.tokenizer is not None
+    with pytest.raises(ModelNotFoundError):
+        resolve_model("gone", registry)
+    with pytest.raises(UnknownModelError):
+        resolve_model("no-such-model", registry)
+    with pytest.raises(ModelNotFoundError):
+        resolve_model(str(tmp_path / "missing.gguf"), registry)
+    with pytest.raises(DownloadError, match="karukan model download hub"):
+        resolve_model("hub", registry)  # never downloads implicitly
+    with pytest.raises(UnknownModelError):
+        resolve_model(None, registry)  # no default
+
+
+def test_missing_registry_file_gives_an_empty_registry(tmp_path):
+    assert load_registry(tmp_path / "none.toml").entries == {}
+
+
+def test_model_cli_usage_and_list(capsys):
+    from karukan_engine.cli import main
+
+    assert main(["model"]) == 2
+    assert main(["model", "download", "no-such-model"]) == 2
+    assert main(["model", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "*karukan-bundled" in out and "jinen-v2-small-q5" in out

@@ -1,0 +1,95 @@
+"""Build the evaluation sets under karukan_engine/data/eval/ from their sources.
+
+    python tools/build_devsets.py
+
+- mozc_evaluation.tsv: Mozc's dictionary_oss/evaluation.tsv (reading -> expected sentence),
+  from the same Debian source tarball the dictionary is built from (BSD-3, Google).
+- anthy_corpus.tsv: the Anthy corpus (corpus/corpus.[0-5].txt of Debian's anthy source):
+  bunsetsu-segmented pairs `|reading|...| |surface|...|`; lines whose surface carries `~`
+  (marked as a wrong conversion) or whose segment counts differ are dropped.
+Output rows: reading<TAB>expected surface (karukan eval's TSV format).
+"""
+
+from __future__ import annotations
+
+import sys
+import tarfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import dictionary_fetch  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+OUTPUT = REPO / "karukan_engine" / "data" / "eval"
+CACHE = REPO / "work_data"
+
+NOTICE = """\
+# Evaluation sets
+
+Built by `python tools/build_devsets.py` (downloads cached under work_data/, not committed).
+
+| file | source | licence |
+| --- | --- | --- |
+| mozc_evaluation.tsv | Mozc `src/data/dictionary_oss/evaluation.tsv` (Debian source mozc {mozc}) | BSD-3-Clause, Copyright 2010-2021 Google Inc. (see ../dictionary/LICENSE.mozc.txt) |
+| anthy_corpus.tsv | Anthy `corpus/corpus.[0-5].txt` (Debian source anthy {anthy}) | corpus.1: public domain; the rest LGPL-2.1+/LGPL-3+ per Debian's copyright file for anthy ("Files: *"); used as a test fixture only |
+
+Rows: reading<TAB>expected output. Used for evaluation only, never for training or tuning.
+"""
+
+
+def parse_mozc_evaluation(text: str) -> list[tuple[str, str]]:
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) >= 3 and fields[1] and fields[2]:
+            rows.append((fields[1], fields[2]))
+    return rows
+
+
+def parse_anthy_corpus(text: str) -> list[tuple[str, str]]:
+    rows = []
+    for line in text.splitlines():
+        if not line.startswith("|") or line.startswith("|#") or "| |" not in line:
+            continue
+        left, right = line.strip().split("| |", 1)
+        readings = left.strip("|").split("|")
+        surfaces = right.strip("|").split("|")
+        if len(readings) != len(surfaces) or any("~" in s for s in surfaces):
+            continue
+        reading, surface = "".join(readings), "".join(surfaces)
+        if reading and surface:
+            rows.append((reading, surface))
+    return rows
+
+
+def _write(path: Path, rows: list[tuple[str, str]]) -> None:
+    seen = set()
+    unique = [r for r in rows if not (r in seen or seen.add(r))]
+    path.write_text("".join(f"{r}\t{s}\n" for r, s in unique), encoding="utf-8")
+    print(f"{path.name}: {len(unique)} rows")
+
+
+def main() -> int:
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    mozc = dictionary_fetch.fetch(dictionary_fetch.MOZC, CACHE / "downloads")
+    with tarfile.open(mozc) as archive:
+        member = next(m for m in archive.getmembers() if m.name.endswith("dictionary_oss/evaluation.tsv"))
+        text = archive.extractfile(member).read().decode("utf-8")
+    _write(OUTPUT / "mozc_evaluation.tsv", parse_mozc_evaluation(text))
+    anthy = dictionary_fetch.fetch(dictionary_fetch.ANTHY, CACHE / "downloads")
+    rows = []
+    with tarfile.open(anthy) as archive:
+        for member in sorted(archive.getmembers(), key=lambda m: m.name):
+            name = member.name.rsplit("/", 1)[-1]
+            if "/corpus/corpus." in member.name and name.endswith(".txt"):
+                rows += parse_anthy_corpus(archive.extractfile(member).read().decode("utf-8"))
+    _write(OUTPUT / "anthy_corpus.tsv", rows)
+    (OUTPUT / "NOTICE.md").write_text(NOTICE.format(mozc=dictionary_fetch.MOZC.version,
+                                                    anthy=dictionary_fetch.ANTHY.version), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,288 @@
+"""Compile Mozc's open-source dictionary into Karukan's compact system dictionary.
+
+    python tools/build_dictionary.py                 # fetch (cached) + compile into the package
+    python tools/build_dictionary.py --source DIR    # compile from an unpacked Mozc src/data tree
+
+Input (Mozc `src/data`): dictionary_oss/dictionary*.txt (reading, lid, rid, cost, surface),
+connection_single_column.txt, id.def; rules/segmenter.def, boundary.def, user_pos.def;
+symbol/symbol.tsv. Output (karukan_engine/data/dictionary/), read by
+karukan_engine.dictionary.system:
+  readings.marisa   reading trie; key id -> a run of entries
+  surfaces.marisa   trie of surfaces that are neither the reading nor its katakana
+  system.npz        entry arrays, connection matrix, segmenter bits, boundary penalties
+  meta.json         counts, POS ids the converter needs, user POS names -> ids, provenance
+  symbols.tsv       reading -> symbol, description (for symbol candidates)
+  LICENSE.mozc.txt  Mozc's licence and the dictionary's notices
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import marisa_trie
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import dictionary_fetch  # noqa: E402  (sibling tool module)
+
+OUTPUT = REPO / "karukan_engine" / "data" / "dictionary"
+CACHE = REPO / "work_data"
+
+# surface_id values < 0 say "derive the surface from the reading" (saves a third of the trie).
+SURFACE_IS_READING = -1
+SURFACE_IS_KATAKANA = -2
+
+_HIRA_TO_KATA = {c: c + 0x60 for c in range(0x3041, 0x3097)}
+
+
+def read_id_def(path: Path) -> list[str]:
+    features = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            index, feature = line.split(maxsplit=1)
+            if int(index) != len(features):
+                raise ValueError(f"{path.name}: ids are not dense at {index}")
+            features.append(feature.strip())
+    return features
+
+
+def _rule_lines(path: Path) -> list[list[str]]:
+    return [ln.split() for ln in path.read_text(encoding="utf-8").splitlines()
+            if ln.strip() and not ln.startswith("#")]
+
+
+def _pattern_mask(pattern: str, features: list[str]) -> np.ndarray:
+    """Which POS ids a Mozc rule pattern matches: '*' is one feature field, match is anchored
+    at the start only."""
+    if pattern == "*":
+        return np.ones(len(features), dtype=bool)
+    regex = re.compile(pattern.replace("*", "[^,]+"))
+    return np.array([bool(regex.match(f)) for f in features])
+
+
+def segmenter_matrix(path: Path, features: list[str]) -> np.ndarray:
+    """bool[rid, lid]: is there a bunsetsu boundary between a word ending in rid and one starting
+    with lid. The first matching rule decides; BOS/EOS (id 0) and unmatched pairs are boundaries."""
+    size = len(features)
+    result = np.ones((size, size), dtype=bool)
+    decided = np.zeros((size, size), dtype=bool)
+    for left, right, value in _rule_lines(path):
+        hit = np.outer(_pattern_mask(left, features), _pattern_mask(right, features)) & ~decided
+        result[hit] = value.lower() == "true"
+        decided |= hit
+    result[0, :] = True
+    result[:, 0] = True
+    return result
+
+
+def boundary_penalties(path: Path, features: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Prefix (by lid) and suffix (by rid) penalties for a segment starting/ending with a POS."""
+    prefix = np.zeros(len(features), dtype=np.uint16)
+    suffix = np.zeros(len(features), dtype=np.uint16)
+    seen_prefix = np.zeros(len(features), dtype=bool)
+    seen_suffix = np.zeros(len(features), dtype=bool)
+    for label, pattern, cost in _rule_lines(path):
+        mask = _pattern_mask(pattern, features)
+        target, seen = (prefix, seen_prefix) if label == "PREFIX" else (suffix, seen_suffix)
+        target[mask & ~seen] = int(cost)
+        seen |= mask
+    return prefix, suffix
+
+
+def user_pos_ids(path: Path, features: list[str]) -> dict[str, int]:
+    """Mozc user POS name -> the POS id a user word of that kind gets (conjugating kinds: the
+    dictionary form, 基本形)."""
+    index = {f: i for i, f in enumerate(features)}
+    result = {}
+    for fields in _rule_lines(path):
+        name, feature = fields[0], fields[-1]
+        candidates = [feature.replace("<cform>", "基本形")] if "<cform>" in feature else [feature]
+        candidates.append(feature.split(",<cform>")[0])
+        pos_id = None
+        for want in candidates:
+            want = want.rstrip(",*") if want.endswith(",*") and want not in index else want
+            exact = [i for f, i in index.items() if f == want or f.startswith(want + ",")]
+            if exact:
+                pos_id = min(exact)
+                break
+        if pos_id is not None:
+            result[name] = pos_id
+    return result
+
+
+def read_entries(paths: list[Path]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    readings, surfaces, lids, rids, costs = [], [], [], [], []
+    for path in paths:
+        with path.open(encoding="utf-8") as stream:
+            for line in stream:
+                fields = line.rstrip("\n").split("\t")
+                if len(fields) < 5 or not fields[0]:
+                    continue
+                readings.append(fields[0])
+                lids.append(int(fields[1]))
+                rids.append(int(fields[2]))
+                costs.append(int(fields[3]))
+                surfaces.append(fields[4])
+    return (readings, np.array(lids, np.uint16), np.array(rids, np.uint16),
+            np.array(costs, np.int16), surfaces)
+
+
+def read_matrix(path: Path, size: int) -> np.ndarray:
+    values = np.array(path.read_text().split(), dtype=np.int32)
+    if values[0] != size or values.size != 1 + size * size:
+        raise ValueError(f"{path.name}: expected a {size}x{size} matrix")
+    if values[1:].max() > np.iinfo(np.int16).max:
+        raise ValueError(f"{path.name}: a cost does not fit int16")
+    return values[1:].astype(np.int16).reshape(size, size)   # [rid of left word, lid of right word]
+
+
+def read_symbols(path: Path) -> list[tuple[str, str, str]]:
+    """symbol.tsv (POS, char, readings, description, ...) -> (reading, symbol, description)."""
+    rows = []
+    if not path.is_file():
+        return rows
+    for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+        fields = line.split("\t")
+        if len(fields) < 3 or not fields[1]:
+            continue
+        description = fields[3] if len(fields) > 3 else ""
+        if "変体仮名" in description:   # archaic kana forms would crowd every kana segment
+            continue
+        for reading in fields[2].split():
+            if all(0x3041 <= ord(c) <= 0x309F or c == "ー" for c in reading):
+                rows.append((reading, fields[1], description))
+    return rows
+
+
+def compile_dictionary(source: Path, output: Path, provenance: dict[str, str]) -> dict:
+    """Compile a Mozc src/data tree (or a synthetic one with the same layout) into output."""
+    started = time.monotonic()
+    oss = source / "dictionary_oss"
+    features = read_id_def(oss / "id.def")
+    size = len(features)
+    readings, lids, rids, costs, surfaces = read_entries(sorted(oss.glob("dictionary*.txt")))
+    if max(int(lids.max()), int(rids.max())) >= size:
+        raise ValueError("a dictionary entry uses a POS id outside id.def")
+
+    reading_trie = marisa_trie.Trie(readings)
+    reading_ids = np.array([reading_trie.key_id(r) for r in readings], dtype=np.int64)
+    stored = []
+    surface_codes = np.empty(len(readings), dtype=np.int64)
+    for i, (reading, surface) in enumerate(zip(readings, surfaces)):
+        if surface == reading:
+            surface_codes[i] = SURFACE_IS_READING
+        elif surface == reading.translate(_HIRA_TO_KATA):
+            surface_codes[i] = SURFACE_IS_KATAKANA
+        else:
+            surface_codes[i] = len(stored)
+            stored.append(surface)
+    surface_trie = marisa_trie.Trie(stored)
+    surface_ids = np.array([c if c < 0 else surface_trie.key_id(stored[c]) for c in surface_codes],
+                           dtype=np.int32)
+
+    # one run of entries per reading, cheapest first, so a reading's words are a slice
+    order = np.lexsort((costs, reading_ids))
+    counts = np.bincount(reading_ids, minlength=len(reading_trie))
+    offsets = np.zeros(len(reading_trie) + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+
+    segmenter = segmenter_matrix(source / "rules" / "segmenter.def", features)
+    prefix_penalty, suffix_penalty = boundary_penalties(source / "rules" / "boundary.def", features)
+    matrix = read_matrix(oss / "connection_single_column.txt", size)
+
+    output.mkdir(parents=True, exist_ok=True)
+    reading_trie.save(str(output / "readings.marisa"))
+    surface_trie.save(str(output / "surfaces.marisa"))
+    np.savez_compressed(
+        output / "system.npz",
+        offsets=offsets,
+        lid=lids[order], rid=rids[order], cost=costs[order], surface=surface_ids[order],
+        matrix=matrix,
+        segmenter=np.packbits(segmenter, axis=1),
+        prefix_penalty=prefix_penalty, suffix_penalty=suffix_penalty,
+    )
+    symbols = read_symbols(source / "symbol" / "symbol.tsv")
+    (output / "symbols.tsv").write_text(
+        "".join(f"{r}\t{s}\t{d}\n" for r, s, d in symbols), encoding="utf-8")
+    meta = {
+        "format": 1,
+        "entries": len(readings),
+        "readings": len(reading_trie),
+        "stored_surfaces": len(surface_trie),
+        "pos_ids": size,
+        "noun_id": features.index(next(f for f in features if f.startswith("名詞,一般,"))),
+        "number_id": features.index(next(f for f in features if f.startswith("名詞,数,アラビア数字"))),
+        "alphabet_id": features.index(next(f for f in features if f.startswith("記号,アルファベット"))),
+        "symbol_id": features.index(next(f for f in features if f.startswith("記号,一般"))),
+        "user_pos": user_pos_ids(source / "rules" / "user_pos.def", features),
+        "source": provenance,
+    }
+    (output / "meta.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n",
+                                      encoding="utf-8")
+    meta["build_seconds"] = round(time.monotonic() - started, 1)
+    return meta
+
+
+MEMBERS = ("dictionary_oss/", "rules/", "symbol/symbol.tsv")
+
+
+def unpack_mozc(tarball: Path, target: Path) -> Path:
+    """Extract the parts of src/data we compile (and the licence) once; return src/data."""
+    with tarfile.open(tarball) as archive:
+        root = archive.getnames()[0].split("/")[0]
+        data = target / root / "src" / "data"
+        if not (data / "dictionary_oss" / "id.def").is_file():
+            wanted = [m for m in archive.getmembers()
+                      if m.name == f"{root}/LICENSE"
+                      or any(m.name.startswith(f"{root}/src/data/{p}") for p in MEMBERS)]
+            archive.extractall(target, members=wanted, filter="data")
+    return data
+
+
+def write_licence(source: Path, output: Path) -> None:
+    parts = []
+    licence = source.parent.parent / "LICENSE"
+    if licence.is_file():
+        parts.append("Mozc LICENSE\n============\n\n" + licence.read_text(encoding="utf-8"))
+    readme = source / "dictionary_oss" / "README.txt"
+    if readme.is_file():
+        parts.append("Mozc dictionary_oss/README.txt\n==============================\n\n"
+                     + readme.read_text(encoding="utf-8"))
+    header = ("The files in this directory are derived from Mozc's open-source data (src/data of\n"
+              "the Debian source package mozc " + dictionary_fetch.MOZC.version + ") by\n"
+              "tools/build_dictionary.py. The notices of the original follow.\n\n")
+    (output / "LICENSE.mozc.txt").write_text(header + "\n\n".join(parts), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", type=Path, help="an unpacked Mozc src/data directory")
+    parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--cache", type=Path, default=CACHE, help="where raw downloads are kept")
+    args = parser.parse_args(argv)
+    if args.source:
+        source, provenance = args.source, {"path": "local"}
+    else:
+        tarball = dictionary_fetch.fetch(dictionary_fetch.MOZC, args.cache / "downloads")
+        source = unpack_mozc(tarball, args.cache / "mozc")
+        provenance = {"debian_source": f"mozc {dictionary_fetch.MOZC.version}",
+                      "tarball": dictionary_fetch.MOZC.filename,
+                      "sha256": dictionary_fetch.MOZC.sha256}
+    meta = compile_dictionary(source, args.output, provenance)
+    write_licence(source, args.output)
+    sizes = {p.name: p.stat().st_size for p in sorted(args.output.iterdir())}
+    print(json.dumps({"entries": meta["entries"], "readings": meta["readings"],
+                      "seconds": meta["build_seconds"], "bytes": sizes,
+                      "total_mb": round(sum(sizes.values()) / 2**20, 2)}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
