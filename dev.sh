@@ -50,6 +50,8 @@ case "${1:-}" in
     test)
         need_apt "${APT_BUILD[@]}" "${APT_TEST[@]}"
         setup_python neural,frontend,dev
+        # The GGUF export test trains a tiny model with torch (CPU build; the rest of `train` is optional).
+        "$VENV/bin/python" -m pip install -q torch==2.13.0
         shift
         # pytest exits 5 when it collects nothing: that is a failure here, not a green run.
         "$VENV/bin/python" -m pytest -q "$@"

@@ -41,8 +41,9 @@ NO_STOP: frozenset[int] = frozenset()  # EOS ignored: every call generates exact
 
 def build_model(shape: str, quant: str, cache: Path) -> Path:
     """<cache>/<shape>-<quant>/ with the quantized GGUF and tokenizer.json (built once)."""
-    import llama_cpp
+    from karukan_engine.neural.runtime import llama
 
+    llama_cpp = llama()  # initialised with llama.cpp's log silenced
     out_dir = cache / f"{shape}-{quant}"
     target = out_dir / f"{shape}-{quant}.gguf"
     if target.exists():
@@ -92,45 +93,65 @@ class Bench:
         print(f"{label:22} t={threads} {method:18} beam={beam:<3} median {row['median_ms']:9.2f} ms   p95 {row['p95_ms']:9.2f} ms", flush=True)
 
     def run_model(self, name: str, model: NeuralModel, threads: int) -> None:
+        """Methods run round-robin (one call each per round) so that the load of a shared machine
+        hits them alike."""
         args = self.args
         T = args.tokens
         llama = model.llama
         for context in (False, True) if not args.no_context_sweep else (False,):
-            prompt = model.prompt_ids(READING, CONTEXT if context else "")
+            left = CONTEXT if context else ""
+            prompt = model.prompt_ids(READING, left)
+            kana_prompts = [model.prompt_ids(READING[:k], left) for k in range(1, len(READING) + 1)]
             session = GreedySession(llama, threads)
             searcher = BeamSearcher(llama, threads)
+
+            def scratch() -> None:
+                session.reset()
+                session.generate(prompt, T, NO_STOP)
+
+            def typing() -> list[float]:
+                session.reset()
+                session.generate(kana_prompts[0], T, NO_STOP)
+                times = []
+                for p in kana_prompts[1:]:
+                    start = time.perf_counter()
+                    session.generate(p, T, NO_STOP)
+                    times.append((time.perf_counter() - start) * 1000)
+                return times
+
+            methods: list[tuple[str, int, Callable[[], object], int]] = [("greedy", 1, scratch, args.repeats)]
+            for beam in args.beams:
+                methods.append(("beam", beam, lambda beam=beam: searcher.search(prompt, T, beam, NO_STOP), args.repeats))
+                if beam in args.full_eval_beams:
+                    full = lambda beam=beam: reference_beam(llama, prompt, T, beam, NO_STOP, threads)  # noqa: E731
+                    methods.append(("full_eval", beam, full, args.full_eval_repeats))
+            results: dict[tuple[str, int], list[float]] = {(m, b): [] for m, b, _, _ in methods}
+            results[("greedy_incremental", 1)] = []
             try:
-                def scratch() -> None:
-                    session.reset()
-                    session.generate(prompt, T, NO_STOP)
-
-                self.add(name, threads, "greedy", 1, timed(scratch, args.repeats), context)
-                self._overhead(name, threads, "greedy", 1, session.context, lambda: scratch(), args.repeats)
-
-                typed = []
-                kana_prompts = [model.prompt_ids(READING[:k], CONTEXT if context else "") for k in range(1, len(READING) + 1)]
-                for _ in range(max(1, args.repeats // 5)):
-                    session.reset()
-                    session.generate(kana_prompts[0], T, NO_STOP)
-                    for p in kana_prompts[1:]:
-                        start = time.perf_counter()
-                        session.generate(p, T, NO_STOP)
-                        typed.append((time.perf_counter() - start) * 1000)
-                self.add(name, threads, "greedy_incremental", 1, typed, context)
-
+                scratch()  # warm-up: first contexts, graph allocation
                 for beam in args.beams:
-                    run = lambda: searcher.search(prompt, T, beam, NO_STOP)  # noqa: E731
-                    self.add(name, threads, "beam", beam, timed(run, args.repeats), context)
-                    self._overhead(name, threads, "beam", beam, None, run, args.repeats, searcher)
-                    if beam in args.full_eval_beams:
-                        full = lambda: reference_beam(llama, prompt, T, beam, NO_STOP, threads)  # noqa: E731
-                        self.add(name, threads, "full_eval", beam, timed(full, args.full_eval_repeats, warmup=0), context)
+                    searcher.search(prompt, T, beam, NO_STOP)
+                for round_no in range(args.repeats):
+                    for method, beam, fn, repeats in methods:
+                        if round_no < repeats:
+                            start = time.perf_counter()
+                            fn()
+                            results[(method, beam)].append((time.perf_counter() - start) * 1000)
+                    if round_no < max(1, args.repeats // 5):
+                        results[("greedy_incremental", 1)] += typing()
+                for (method, beam), times in results.items():
+                    self.add(name, threads, method, beam, times, context)
+                if not context:
+                    self._overhead(name, threads, "greedy", 1, session.context, scratch, args.repeats)
+                    for beam in args.beams:
+                        self._overhead(name, threads, "beam", beam, None, lambda beam=beam: searcher.search(prompt, T, beam, NO_STOP), args.repeats, searcher)
             finally:
                 session.close()
                 searcher.close()
 
     def _overhead(self, name, threads, method, beam, ctx, fn, repeats, searcher=None) -> None:
         """Share of wall time spent outside llama_decode (our Python + ctypes)."""
+        fn()  # the beam context may be re-created for this width
         target = ctx if searcher is None else searcher.context
         if target is None:
             return
@@ -139,7 +160,7 @@ class Bench:
         for _ in range(repeats):
             fn()
         wall = time.perf_counter() - start
-        inside = (searcher.context if searcher else target).decode_seconds
+        inside = target.decode_seconds
         self.overhead.append({"model": name, "threads": threads, "method": method, "beam": beam, "python_overhead_pct": round(100 * (wall - inside) / max(inside, 1e-9), 2)})
 
 
@@ -161,11 +182,12 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.shapes = "gpt2-26m"
-        args.threads = "2"
-        args.beams = "1,3,5,8"
+        args.threads = "1"
+        args.beams = "1,3,5"
         args.full_eval_beams = "5"
-        args.repeats = 5
-        args.full_eval_repeats = 2
+        args.repeats = 3
+        args.full_eval_repeats = 1
+        args.no_context_sweep = True
     args.threads = [int(x) for x in args.threads.split(",")]
     args.beams = [int(x) for x in args.beams.split(",")]
     args.full_eval_beams = {int(x) for x in args.full_eval_beams.split(",") if x}

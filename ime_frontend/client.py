@@ -6,6 +6,7 @@ in-process or forward to the service without knowing which.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable
 
 from dbus_fast import BusType, Message, MessageType
@@ -33,8 +34,6 @@ class EngineClient:
 
     async def call(self, member: str, signature: str = "", body: list | None = None) -> list:
         """Call a method of the service; raise DBusError on an error reply."""
-        import asyncio
-
         reply = await asyncio.wait_for(self.bus.call(Message(
             destination=wire.BUS_NAME, path=wire.OBJECT_PATH, interface=wire.INTERFACE,
             member=member, signature=signature, body=body or [],

@@ -21,8 +21,9 @@ log = logging.getLogger(__name__)
 
 ViewListener = Callable[[View], None]
 
-# Method names a session may offer for pushing late views (model results after the key was answered).
-_LISTENER_SETTERS = ("set_view_listener", "set_update_listener", "on_view_update")
+# A session that produces late views (model results after the key was answered) offers
+# set_view_listener(callback); the callback may be called from any thread.
+LISTENER_SETTER = "set_view_listener"
 
 
 class ContextHost:
@@ -101,11 +102,9 @@ def _invoke(session: Session, fn: Callable[..., Any], args: tuple) -> View:
 
 
 def _attach_listener(session: Session, listener: ViewListener) -> None:
-    for name in _LISTENER_SETTERS:
-        setter = getattr(session, name, None)
-        if callable(setter):
-            setter(listener)
-            return
+    setter = getattr(session, LISTENER_SETTER, None)
+    if callable(setter):
+        setter(listener)
 
 
 class EngineCore:

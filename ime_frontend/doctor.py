@@ -48,6 +48,8 @@ async def bus_checks() -> list[Check]:
     checks = []
     address = ibus_address()
     checks.append(Check("ibus-daemon", address is not None, address and "running" or "not running"))
+    if address is not None:
+        checks.append(await ibus_engine_check(address))
     if not os.environ.get("DBUS_SESSION_BUS_ADDRESS") and not Path(
             os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "bus").exists():
         checks.append(Check("session bus", False, "no session bus (DBUS_SESSION_BUS_ADDRESS unset)"))
@@ -89,6 +91,35 @@ async def bus_checks() -> list[Check]:
     finally:
         bus.disconnect()
     return checks
+
+
+async def ibus_engine_check(address: str) -> Check:
+    """Does the running ibus-daemon know our engine (i.e. did it read our component)?"""
+    from dbus_fast import Message, MessageType
+    from dbus_fast.aio import MessageBus
+
+    from ime_frontend.ibus.component import ENGINE_NAME
+
+    try:
+        bus = await asyncio.wait_for(MessageBus(bus_address=address).connect(), DOCTOR_TIMEOUT_S)
+    except (OSError, asyncio.TimeoutError, ValueError) as exc:
+        return Check("ibus engine", False, f"cannot connect to ibus-daemon ({type(exc).__name__})")
+    try:
+        reply = await asyncio.wait_for(bus.call(Message(
+            destination="org.freedesktop.IBus", path="/org/freedesktop/IBus",
+            interface="org.freedesktop.DBus.Properties", member="Get", signature="ss",
+            body=["org.freedesktop.IBus", "Engines"])), DOCTOR_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        return Check("ibus engine", False, "ibus-daemon does not answer")
+    finally:
+        bus.disconnect()
+    if reply.message_type == MessageType.ERROR:
+        return Check("ibus engine", False, f"error {reply.error_name}")
+    names = {desc.value[2] for desc in reply.body[0].value}
+    if ENGINE_NAME in names:
+        return Check("ibus engine", True, f"'{ENGINE_NAME}' is available in ibus-daemon")
+    return Check("ibus engine", False, f"ibus-daemon does not list '{ENGINE_NAME}' "
+                                       "(restart it with IBUS_COMPONENT_PATH including our component)")
 
 
 def run_doctor() -> tuple[list[Check], bool]:

@@ -8,6 +8,7 @@ Each daemon runs in its own process group, and close() ends exactly those groups
 from __future__ import annotations
 
 import os
+import selectors
 import shutil
 import signal
 import subprocess
@@ -148,7 +149,7 @@ class HeadlessDesktop:
         proc = self.spawn("dbus-daemon", [
             "dbus-daemon", f"--config-file={config}", "--nofork", "--nosyslog", "--print-address=1",
         ], stdout_pipe=True)
-        line = _read_line(proc.stdout, "dbus-daemon")
+        line = read_line(proc.stdout, "dbus-daemon")
         self.session_address = line.strip()
         self.env["DBUS_SESSION_BUS_ADDRESS"] = self.session_address
         return self.session_address
@@ -212,16 +213,17 @@ class HeadlessDesktop:
         """The engine service on the private session bus (dictionary only unless asked)."""
         proc = self.spawn("engine-service", [sys.executable, "-m", "ime_frontend.service", *extra_args],
                           stdout_pipe=True)
-        line = _read_line(proc.stdout, "engine service", self.log_tail)
+        try:
+            line = read_line(proc.stdout, "engine service")
+        except HeadlessError as exc:
+            raise HeadlessError(f"{exc}: {self.log_tail('engine-service')}") from None
         if line.strip() != "READY":
             raise HeadlessError(f"engine service said {line!r}")
         return proc
 
 
-def _read_line(stream: IO[bytes] | None, what: str, tail=None) -> str:
+def read_line(stream: IO[bytes] | None, what: str) -> str:
     """One line from a child's stdout, or HeadlessError after START_TIMEOUT_S."""
-    import selectors
-
     assert stream is not None
     sel = selectors.DefaultSelector()
     sel.register(stream, selectors.EVENT_READ)

@@ -26,6 +26,7 @@ IBUS_ENV_FILE = "60-karukan-ibus.conf"
 FCITX5_SOURCE = Path(__file__).resolve().parent / "fcitx5"
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 SYSTEM_IBUS_COMPONENTS = "/usr/share/ibus/component"
+ICON_PATH = "icons/hicolor/scalable/apps/fcitx-karukan.svg"   # the fcitx5 addon installs the same file
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,8 @@ def install(layout: Layout, ibus: bool = True, fcitx5: bool = True, model: bool 
     _write(layout, layout.dbus_services_dir / DBUS_SERVICE_FILE, dbus_service_text(service_cmd), report)
     _write(layout, layout.systemd_user_dir / SYSTEMD_UNIT, systemd_unit_text(service_cmd), report)
     if ibus:
-        icon = layout.fcitx5_data_dir / "icons/hicolor/scalable/apps/fcitx-karukan.svg"
+        icon = layout.fcitx5_data_dir / ICON_PATH
+        _write(layout, icon, (FCITX5_SOURCE / "karukan.svg").read_text(), report)
         engine_cmd = python_command("ime_frontend.ibus", "--ibus", *service_args)
         _write(layout, layout.ibus_component_dir / COMPONENT_FILE, component_xml(" ".join(engine_cmd), str(icon)), report)
         if layout.environment_dir is not None:

@@ -1,7 +1,8 @@
 """A remote input context that survives the engine service going away and coming back.
 
-When a call fails (service missing, restarted, too slow) the key passes through unhandled and the
-context is re-created on the next call, with its content type restored, so typing never blocks.
+When a call fails (service missing, restarted, too slow) the key passes through unhandled; after a
+timeout the service is left alone for a short while, and a context the service lost is re-created
+on the next call with its content type restored, so typing never blocks.
 """
 
 from __future__ import annotations
@@ -12,12 +13,29 @@ from typing import Awaitable, Callable
 
 from dbus_fast.errors import DBusError
 
+from ime_frontend import wire
 from ime_frontend.client import EngineClient, RemoteContext
 from karukan_engine.session.view import View
 
 log = logging.getLogger(__name__)
 
+BACKOFF_S = 2.0   # after a timeout, keys pass through this long without asking the service
 _FAILURES = (DBusError, asyncio.TimeoutError, OSError, EOFError)
+# Errors after which the service no longer has our context (it restarted or is gone). A timeout
+# is not one of them: a slow service still holds the composition.
+_LOST_CONTEXT_ERRORS = frozenset({
+    wire.ERROR_UNKNOWN_CONTEXT,
+    "org.freedesktop.DBus.Error.ServiceUnknown",
+    "org.freedesktop.DBus.Error.NameHasNoOwner",
+    "org.freedesktop.DBus.Error.NoReply",
+    "org.freedesktop.DBus.Error.Disconnected",
+})
+
+
+def _context_lost(exc: BaseException) -> bool:
+    if isinstance(exc, DBusError):
+        return exc.type in _LOST_CONTEXT_ERRORS
+    return not isinstance(exc, asyncio.TimeoutError)
 
 
 class ResilientContext:
@@ -27,6 +45,7 @@ class ResilientContext:
         self._on_update = on_update
         self._remote: RemoteContext | None = None
         self._content_type: tuple[int, int] | None = None
+        self._backoff_until = 0.0
 
     @classmethod
     async def open(cls, client: EngineClient, client_name: str,
@@ -47,11 +66,18 @@ class ResilientContext:
         return self._remote
 
     async def _view(self, op: Callable[[RemoteContext], Awaitable[View]]) -> View:
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._backoff_until:
+            return View(handled=False)
         try:
             return await op(await self._ensure())
         except _FAILURES as exc:
             log.warning("engine service call failed (%s); passing the key through", type(exc).__name__)
-            self._remote = None
+            if isinstance(exc, asyncio.TimeoutError):
+                # No answer in time: stop asking for a while so typing stays fluid.
+                self._backoff_until = loop.time() + BACKOFF_S
+            if _context_lost(exc):
+                self._remote = None
             return View(handled=False)
 
     async def process_key(self, keysym: int, modifiers: int, release: bool) -> View:

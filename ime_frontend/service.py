@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import traceback
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 from xml.sax.saxutils import escape
@@ -106,7 +107,9 @@ class EngineService:
         except CallError as exc:
             reply = Message.new_error(msg, exc.name, str(exc))
         except Exception as exc:  # a bug in a lower layer must not take the service down
-            log.exception("%s failed", msg.member)
+            # Type and place only: an exception's message may quote what the user typed.
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            log.error("%s failed: %s at %s:%d", msg.member, type(exc).__name__, where.filename, where.lineno)
             reply = Message.new_error(msg, "org.freedesktop.DBus.Error.Failed", type(exc).__name__)
         if self._bus.connected:
             self._bus.send(reply)

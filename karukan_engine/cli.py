@@ -66,4 +66,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as `python -m`, this module is __main__; use the importable one so the UsageError that
+    # subcommands raise is the class main() catches.
+    from karukan_engine.cli import main as _main
+
+    sys.exit(_main())

@@ -91,3 +91,15 @@ def test_ranking_is_a_deduplicated_permutation_sorted_by_score(items, w, n):
 
 def test_dedup_keeps_first():
     assert [c.surface for c in dedup([Candidate("a"), Candidate("b"), Candidate("a"), Candidate("")])] == ["a", "b"]
+
+
+def test_settings_from_the_config_file(tmp_path):
+    from karukan_engine.config import ConfigError
+
+    path = tmp_path / "config.toml"
+    path.write_text("[conversion]\nscheme = \"verify\"\n[conversion.weights]\nnll = 0.5\n", encoding="utf-8")
+    s = ConversionSettings.from_config(path)
+    assert s.scheme == "verify" and s.weights.nll == 0.5
+    path.write_text("[conversion]\nbeam = 3\n", encoding="utf-8")
+    with pytest.raises(ConfigError):
+        ConversionSettings.from_config(path)

@@ -73,6 +73,10 @@ def test_boundary_penalties_and_user_pos(built):
     assert d.prefix_penalty[7] == 1000 and d.prefix_penalty[1] == 0
     assert d.suffix_penalty[1] == 10 and d.suffix_penalty[2] == 0
     assert meta["user_pos"] == {"名詞": 1, "数": 2, "動詞カ行五段": 8}
+    # forms whose feature id.def lacks (連用形 here) are left out; the dictionary form comes first
+    forms = d.meta["user_pos_forms"]   # as stored in meta.json
+    assert forms["動詞カ行五段"] == [["く", "く", 8], ["か", "か", 9]]
+    assert forms["名詞"] == [["", "", 1]]
 
 
 def test_missing_files_raise_file_not_found(tmp_path):

@@ -40,6 +40,7 @@ def test_user_install_writes_every_piece_and_uninstall_removes_exactly_them(tmp_
         config / "systemd/user/karukan-engine.service",
         data / "ibus/component/karukan.xml",
         config / "environment.d/60-karukan-ibus.conf",
+        data / "icons/hicolor/scalable/apps/fcitx-karukan.svg",
     }
     assert set(report.installed) == expected
     assert files_under(tmp_path) == expected | {keep, layout.manifest}
@@ -91,7 +92,7 @@ def test_reinstall_keeps_one_manifest_entry_per_file(tmp_path):
     inst.install(layout, fcitx5=False)
     inst.install(layout, fcitx5=False)
     entries = inst.read_manifest(layout)
-    assert len(entries) == len(set(entries)) == 4
+    assert len(entries) == len(set(entries)) == 5
 
 
 @pytest.mark.slow
@@ -124,4 +125,4 @@ def test_cli_install_and_uninstall(tmp_path):
     bad = run("install", "--root", str(tmp_path))
     assert bad.returncode == 2 and "--root needs --system" in bad.stderr
     out = run("uninstall", "--user")
-    assert out.returncode == 0 and out.stdout.count("removed") == 4
+    assert out.returncode == 0 and out.stdout.count("removed") == 5

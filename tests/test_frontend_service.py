@@ -239,3 +239,62 @@ def test_a_second_service_refuses_to_start(bus_address):
                 await serve(lambda: EngineCore(PlainConverter()), bus_address, stop=asyncio.Event())
 
     run(body())
+
+
+class LateSession(Session):
+    """A session that, like one with a model behind it, can produce a view after answering."""
+
+    def set_view_listener(self, listener) -> None:
+        self.listener = listener
+
+
+class LateCore(EngineCore):
+    sessions: list[LateSession] = []
+
+    def new_context(self, loop, on_update=None):
+        from ime_frontend.contexts import ContextHost
+
+        session = LateSession(self.converter)
+        LateCore.sessions.append(session)
+        return ContextHost(session, self.executor, loop, on_update)
+
+
+def test_a_sessions_view_listener_becomes_the_viewupdated_signal(bus_address):
+    async def body():
+        stop = asyncio.Event()
+        ready = asyncio.get_running_loop().create_future()
+        task = asyncio.ensure_future(serve(lambda: LateCore(PlainConverter()), bus_address,
+                                           ready=ready.set_result, stop=stop))
+        await asyncio.wait_for(ready, TIMEOUT_S)
+        received: asyncio.Queue[View] = asyncio.Queue()
+        client = await EngineClient.connect(bus_address)
+        await client.create_context("late", received.put_nowait)
+        late = View(True, (PreeditSpan("明日"),), 2)
+        threading.Thread(target=LateCore.sessions[-1].listener, args=(late,)).start()
+        assert await asyncio.wait_for(received.get(), TIMEOUT_S) == late
+        client.disconnect()
+        stop.set()
+        await task
+
+    run(body())
+
+
+def test_a_client_cannot_open_unbounded_contexts(bus_address):
+    from ime_frontend.service import MAX_CONTEXTS_PER_CLIENT
+
+    async def body():
+        async with running_service(bus_address) as service:
+            greedy = await EngineClient.connect(bus_address)
+            for _ in range(MAX_CONTEXTS_PER_CLIENT // 64):   # the bus allows ~128 pending calls
+                await asyncio.gather(*(greedy.call("CreateContext", "s", ["x"]) for _ in range(64)))
+            with pytest.raises(DBusError) as info:
+                await greedy.call("CreateContext", "s", ["x"])
+            assert info.value.type == wire.ERROR_LIMITS
+            polite = await EngineClient.connect(bus_address)      # others are not locked out
+            ctx = await polite.create_context("polite")
+            assert (await type_keys(ctx, [ord("a")])).preedit_text == "あ"
+            assert service.context_count == MAX_CONTEXTS_PER_CLIENT + 1
+            greedy.disconnect()
+            polite.disconnect()
+
+    run(body())

@@ -1,5 +1,6 @@
 """The fused converter on the real dictionary and a tiny real llama.cpp model."""
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -83,7 +84,8 @@ def expected_live(fused, model, reading, context=""):
         lctx = chunk_left_context(context, done, SETTINGS.context_chars)
         if chunk.japanese:
             text = model.greedy(chunk.text, lctx, max_new=fused.max_new_for(chunk.text)).text
-            text = text or fused.base.live(req(chunk.text, lctx))
+            if not text or any(not ch.isprintable() or ch == "\ufffd" for ch in text):
+                text = fused.base.live(req(chunk.text, lctx))
         else:
             text = fused.base.live(req(chunk.text, lctx))
         done.append(text)
@@ -141,6 +143,25 @@ def test_convert_segments_spell_the_best_candidate(fused):
         assert "".join(s.best.surface for s in segments) == best
 
 
+def test_segments_offer_the_other_candidates_cut_at_the_same_place(fused):
+    from karukan_engine.conversion.fused import _surface_offsets
+
+    offered = 0
+    for reading in READINGS:
+        ranked = fused.candidates(req(reading), fused.settings.num_candidates)
+        segments = fused.convert(req(reading))
+        starts = [0]
+        for seg in segments:
+            starts.append(starts[-1] + len(seg.reading))
+        for other in [c for c in ranked[1:6] if c.source != "variant"]:
+            cuts = _surface_offsets(fused.alignment(reading, other.surface))
+            for seg, lo, hi in zip(segments, starts, starts[1:]):
+                if lo in cuts and hi in cuts:
+                    assert other.surface[cuts[lo]:cuts[hi]] in [c.surface for c in seg.candidates]
+                    offered += 1
+    assert offered > 0
+
+
 def test_resized_segments_keep_the_users_boundaries(fused):
     segments = fused.convert(ConversionRequest(READINGS[0], fixed_lengths=(2,)))
     check_segments(READINGS[0], segments, (2,))
@@ -151,8 +172,7 @@ def test_deadline_fallback_keeps_the_dictionary_text(fused):
     stage = fused.greedy_stage(fused.slots[0])
     for _ in range(5):
         fused.timings.observe(stage, 1.0, units=1)   # the model looks far too slow
-    tight = JobContext("s", 0, Priority.LIVE, deadline=None)
-    tight.deadline = __import__("time").monotonic() + 0.01
+    tight = JobContext("s", 0, Priority.LIVE, deadline=time.monotonic() + 0.01)
     assert fused.live_refined(request, tight) is None
     assert fused.live_refined(request) is not None  # without a budget it still runs
 
@@ -181,6 +201,15 @@ def test_verify_keeps_a_draft_the_model_agrees_with(model, system):
     assert verify_draft(slot, Aligner(system), "かいぎ", "", generation.text, 3) == generation.text
 
 
+def test_broken_model_text_is_never_shown():
+    from karukan_engine.conversion.fused import _presentable
+
+    assert _presentable("今日は　晴れ")
+    assert not _presentable("")
+    assert not _presentable("治\ufffd")
+    assert not _presentable("火\x1a")
+
+
 def test_live_service_answers_now_and_refines_later(fused):
     service = LiveService(fused, budget_ms=10_000)
     updates = []
@@ -203,7 +232,8 @@ def test_live_service_answers_now_and_refines_later(fused):
         service.shutdown()
 
 
-def test_factory_builds_the_fused_pipeline_from_a_model_path(model_dir):
+def test_factory_builds_the_fused_pipeline_from_a_model_path(model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("KARUKAN_CONFIG", str(tmp_path / "config.toml"))   # defaults, hermetic
     converter = build_converter(ConverterOptions(model_id=str(model_dir)))
     assert isinstance(converter, FusedConverter)
     assert converter.ready_slots()
@@ -213,3 +243,28 @@ def test_factory_builds_the_fused_pipeline_from_a_model_path(model_dir):
 
 def test_factory_without_the_model_gives_the_dictionary(tmp_path, base):
     assert build_fused_converter(base, ConverterOptions(model_id=str(tmp_path / "none.gguf"))) is base
+
+
+def test_model_errors_fall_back_to_the_dictionary(fused, base):
+    long_reading = "かいぎのしりょう" * 40          # longer than the tiny model's context
+    assert fused.candidates(req(long_reading), 3) == base.candidates(req(long_reading), 3)
+    live = fused.live(req(long_reading))           # chunked: every chunk fits the model
+    assert live and len(live) >= 40
+
+
+def test_a_late_main_model_hands_live_conversion_to_the_light_one(base, model, system, tmp_path):
+    light_dir = write_model_dir(tmp_path / "light", TinyModelSpec(seed=5, eos_scale=2.0, name="light"))
+    light = load_model(light_dir)
+    try:
+        fused = FusedConverter(base, [ModelSlot(model, "main"), ModelSlot(light, "light")], SETTINGS, system)
+        for _ in range(5):
+            fused.timings.observe("main/greedy", 1.0)     # main: a second per chunk
+            fused.timings.observe("light/greedy", 0.001)  # light: a millisecond
+        ctx = JobContext("s", 0, Priority.LIVE, deadline=time.monotonic() + 0.5)
+        refined = fused.live_refined(req("とうきょうへいく"), ctx)
+        assert refined is not None
+        tiers = {key.model_id for key in fused.cache._entries}
+        assert "light" in tiers and "main" not in tiers
+        assert fused.live_quick(req("とうきょうへいく")) == refined   # the light text stays shown
+    finally:
+        light.close()

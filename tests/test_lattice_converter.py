@@ -136,3 +136,48 @@ def test_repeated_convert_is_stable(converter):
     assert converter.convert(request) == converter.convert(request)
     converter.clear_cache()
     assert converter.convert(request) == converter.convert(ConversionRequest(request.reading, fixed_lengths=(3,)))
+
+
+def test_left_context_connects_the_first_word(converter):
+    reading = "みずにせんげんする"
+    assert converter.live(ConversionRequest(reading)) == "水に宣言する"
+    assert converter.live(ConversionRequest(reading, left_context="カードを")) == "見ずに宣言する"
+    # after a sentence end the context changes nothing
+    assert converter.live(ConversionRequest(reading, left_context="カードを見た。")) == "水に宣言する"
+    segments = converter.convert(ConversionRequest(reading, left_context="カードを"))
+    assert segments[0].best.surface == "見ずに"
+
+
+def test_context_analyzer_choices(system):
+    from karukan_engine.lattice.context import START, ContextAnalyzer
+
+    analyzer = ContextAnalyzer(system)
+    assert analyzer.left_neighbours("") == START and analyzer.left_neighbours("です。") == START
+    choices = dict(analyzer.left_neighbours("会議の"))
+    assert min(choices.values()) == 0 and len(choices) > 1
+    kanji = dict(analyzer.left_neighbours("昨日"))
+    assert kanji and all(rid > 0 for rid in kanji)
+
+
+def test_user_verb_conjugates(converter):
+    assert "軽羹" not in converter.live(ConversionRequest("かるかんったらわかった"))
+    converter.user_dictionary.add("かるかんる", "軽羹る", "動詞ラ行五段")
+    assert converter.live(ConversionRequest("かるかんったらわかった")).startswith("軽羹ったら")
+    assert converter.live(ConversionRequest("かるかんらない")).startswith("軽羹らない")
+
+
+def test_benchmark_script_runs_and_writes_json(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "examples" / "lattice_bench.py"
+    out = tmp_path / "bench.json"
+    result = subprocess.run([sys.executable, str(script), "--repeats", "1", "--per-length", "2",
+                             "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text())
+    assert [row["kana"] for row in report["conversion"]] == [5, 10, 20, 40]
+    assert all(row["n"] == 2 and row["full_median_ms"] > 0 for row in report["conversion"])
+    assert report["load"]["peak_rss_mb"] > 0

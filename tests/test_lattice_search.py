@@ -56,7 +56,11 @@ def _all_paths(space: SearchSpace):
         for node in by_start.get(position, ()):
             if space.inside_segment and prev != BOS and d.segmenter[space.rid[prev], space.lid[node]]:
                 continue
-            edge = int(d.matrix[space.rid[prev], space.lid[node]])
+            if prev == BOS:
+                choices = space.bos_choices or ((space.bos_rid, 0),)
+                edge = min(c + int(d.matrix[r, space.lid[node]]) for r, c in choices)
+            else:
+                edge = int(d.matrix[space.rid[prev], space.lid[node]])
             extend(int(space.end[node]), node, cost + edge + int(space.cost[node]), path + [node])
 
     extend(space.lo, BOS, 0, [])
@@ -74,7 +78,9 @@ def test_viterbi_and_nbest_match_brute_force(dictionary, reading, data):
     hi = data.draw(st.integers(lo + 1, len(reading)))
     inside = data.draw(st.booleans())
     bos_rid, eos_lid = data.draw(st.integers(0, 8)), data.draw(st.integers(0, 8))
-    space = SearchSpace(lattice, dictionary, lo, hi, bos_rid, eos_lid, inside_segment=inside)
+    choices = tuple(data.draw(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 3000)), max_size=3)))
+    space = SearchSpace(lattice, dictionary, lo, hi, bos_rid, eos_lid, inside_segment=inside,
+                        bos_choices=choices)
     brute = _all_paths(space)
     if not brute:
         assert not space.reachable and space.best_path() == [] and list(space.paths()) == []

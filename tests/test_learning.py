@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -131,3 +130,11 @@ def test_full_disk_loses_no_earlier_data(tmp_path):
     assert (tmp_path / "l.json").read_bytes() == before
     assert not list(tmp_path.glob(".l.json.tmp-*"))
     assert "previous copy is kept" in result.stderr
+
+
+def test_a_full_store_evicts_with_slack(tmp_path):
+    store = LearningStore(tmp_path / "l.json", max_entries=20)
+    for i in range(25):
+        store.record(f"よみ{i}", f"語{i}")
+    assert 18 <= len(store) <= 20
+    assert store.lookup("よみ24") == ["語24"] and store.lookup("よみ0") == []

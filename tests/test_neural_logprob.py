@@ -45,5 +45,13 @@ def test_rows_agree_with_float64_reference():
     assert np.allclose(log_softmax_rows(x), log_softmax(x), atol=1e-5)
 
 
+@given(arrays(np.float32, st.integers(1, 40), elements=finite))
+def test_argmax_logprob_matches_log_softmax(x):
+    token, lp = argmax_logprob(x)
+    full = log_softmax(x)
+    assert token == int(np.argmax(x))
+    assert abs(lp - full[token]) < 1e-5
+
+
 def test_argmax_prefers_lower_id_on_ties():
     assert argmax_logprob(np.array([1.0, 3.0, 3.0], dtype=np.float32))[0] == 1

@@ -9,6 +9,7 @@ from karukan_engine.neural.background import load_in_background
 from karukan_engine.neural.errors import (
     InferenceError,
     ModelFormatError,
+    ModelLoadError,
     ModelNotFoundError,
     NeuralError,
     TokenizerError,
@@ -93,6 +94,9 @@ def test_kv_overrides_reach_llama_cpp():
         assert m.llama.eos_id == 3
     finally:
         m.close()
+    # a string override reaches the loader too: a BPE tokenizer without merges cannot load
+    with pytest.raises(ModelLoadError):
+        load_model(tiny_model_dir("llama"), ModelOptions(n_threads=1, kv_overrides={"tokenizer.ggml.model": "gpt2"}))
 
 
 def test_background_loading_success_and_failure(tmp_path):

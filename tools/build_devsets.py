@@ -7,11 +7,13 @@
 - anthy_corpus.tsv: the Anthy corpus (corpus/corpus.[0-5].txt of Debian's anthy source):
   bunsetsu-segmented pairs `|reading|...| |surface|...|`; lines whose surface carries `~`
   (marked as a wrong conversion) or whose segment counts differ are dropped.
-Output rows: reading<TAB>expected surface (karukan eval's TSV format).
+Output rows: reading<TAB>expected surface (karukan eval's TSV format); anthy_context.jsonl:
+{"reading", "outputs", "context"} where the context is the surface of the leading bunsetsu.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import tarfile
 from pathlib import Path
@@ -31,7 +33,7 @@ Built by `python tools/build_devsets.py` (downloads cached under work_data/, not
 | file | source | licence |
 | --- | --- | --- |
 | mozc_evaluation.tsv | Mozc `src/data/dictionary_oss/evaluation.tsv` (Debian source mozc {mozc}) | BSD-3-Clause, Copyright 2010-2021 Google Inc. (see ../dictionary/LICENSE.mozc.txt) |
-| anthy_corpus.tsv | Anthy `corpus/corpus.[0-5].txt` (Debian source anthy {anthy}) | corpus.1: public domain; the rest LGPL-2.1+/LGPL-3+ per Debian's copyright file for anthy ("Files: *"); used as a test fixture only |
+| anthy_corpus.tsv, anthy_context.jsonl | Anthy `corpus/corpus.[0-5].txt` (Debian source anthy {anthy}); the JSONL takes every 4th line with ≥ 2 bunsetsu and turns its leading bunsetsu (surfaces) into left context | corpus.1: public domain; the rest LGPL-2.1+/LGPL-3+ per Debian's copyright file for anthy ("Files: *"); used as a test fixture only |
 
 Rows: reading<TAB>expected output. Used for evaluation only, never for training or tuning.
 """
@@ -48,7 +50,8 @@ def parse_mozc_evaluation(text: str) -> list[tuple[str, str]]:
     return rows
 
 
-def parse_anthy_corpus(text: str) -> list[tuple[str, str]]:
+def parse_anthy_segments(text: str) -> list[tuple[list[str], list[str]]]:
+    """(reading segments, surface segments) of each usable corpus line."""
     rows = []
     for line in text.splitlines():
         if not line.startswith("|") or line.startswith("|#") or "| |" not in line:
@@ -58,10 +61,27 @@ def parse_anthy_corpus(text: str) -> list[tuple[str, str]]:
         surfaces = right.strip("|").split("|")
         if len(readings) != len(surfaces) or any("~" in s for s in surfaces):
             continue
-        reading, surface = "".join(readings), "".join(surfaces)
-        if reading and surface:
-            rows.append((reading, surface))
+        if "".join(readings) and "".join(surfaces):
+            rows.append((readings, surfaces))
     return rows
+
+
+def parse_anthy_corpus(text: str) -> list[tuple[str, str]]:
+    return [("".join(r), "".join(s)) for r, s in parse_anthy_segments(text)]
+
+
+def context_items(segmented: list[tuple[list[str], list[str]]], every: int = 4) -> list[dict]:
+    """Left-context items: the surfaces of the leading bunsetsu are the context, the rest is
+    converted. The split point cycles through the possible ones; every `every`-th line is used."""
+    items = []
+    for number, (readings, surfaces) in enumerate(segmented):
+        if len(readings) < 2 or number % every:
+            continue
+        k = 1 + (number // every) % (len(readings) - 1)
+        reading, output = "".join(readings[k:]), "".join(surfaces[k:])
+        if reading and output:
+            items.append({"reading": reading, "outputs": [output], "context": "".join(surfaces[:k])})
+    return items
 
 
 def _write(path: Path, rows: list[tuple[str, str]]) -> None:
@@ -79,13 +99,17 @@ def main() -> int:
         text = archive.extractfile(member).read().decode("utf-8")
     _write(OUTPUT / "mozc_evaluation.tsv", parse_mozc_evaluation(text))
     anthy = dictionary_fetch.fetch(dictionary_fetch.ANTHY, CACHE / "downloads")
-    rows = []
+    segmented = []
     with tarfile.open(anthy) as archive:
         for member in sorted(archive.getmembers(), key=lambda m: m.name):
             name = member.name.rsplit("/", 1)[-1]
             if "/corpus/corpus." in member.name and name.endswith(".txt"):
-                rows += parse_anthy_corpus(archive.extractfile(member).read().decode("utf-8"))
-    _write(OUTPUT / "anthy_corpus.tsv", rows)
+                segmented += parse_anthy_segments(archive.extractfile(member).read().decode("utf-8"))
+    _write(OUTPUT / "anthy_corpus.tsv", [("".join(r), "".join(s)) for r, s in segmented])
+    items = context_items(segmented)
+    (OUTPUT / "anthy_context.jsonl").write_text(
+        "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items), encoding="utf-8")
+    print(f"anthy_context.jsonl: {len(items)} rows")
     (OUTPUT / "NOTICE.md").write_text(NOTICE.format(mozc=dictionary_fetch.MOZC.version,
                                                     anthy=dictionary_fetch.ANTHY.version), encoding="utf-8")
     return 0

@@ -4,7 +4,7 @@
     python tools/build_dictionary.py --source DIR    # compile from an unpacked Mozc src/data tree
 
 Input (Mozc `src/data`): dictionary_oss/dictionary*.txt (reading, lid, rid, cost, surface),
-connection_single_column.txt, id.def; rules/segmenter.def, boundary.def, user_pos.def;
+connection_single_column.txt, id.def; rules/segmenter.def, boundary.def, user_pos.def, cforms.def;
 symbol/symbol.tsv. Output (karukan_engine/data/dictionary/), read by
 karukan_engine.dictionary.system:
   readings.marisa   reading trie; key id -> a run of entries
@@ -96,24 +96,46 @@ def boundary_penalties(path: Path, features: list[str]) -> tuple[np.ndarray, np.
     return prefix, suffix
 
 
-def user_pos_ids(path: Path, features: list[str]) -> dict[str, int]:
-    """Mozc user POS name -> the POS id a user word of that kind gets (conjugating kinds: the
-    dictionary form, 基本形)."""
+def read_cforms(path: Path) -> dict[str, list[tuple[str, str, str]]]:
+    """cforms.def: conjugation type -> [(form name, surface ending, reading ending)]; '*' = ''."""
+    table: dict[str, list[tuple[str, str, str]]] = {}
+    if path.is_file():
+        for fields in _rule_lines(path):
+            if len(fields) >= 4:
+                ending = [("" if f == "*" else f) for f in fields[2:4]]
+                table.setdefault(fields[0], []).append((fields[1], ending[0], ending[1]))
+    return table
+
+
+def user_pos_forms(path: Path, cforms: dict[str, list[tuple[str, str, str]]],
+                   features: list[str]) -> dict[str, list[tuple[str, str, int]]]:
+    """Mozc user POS name -> the forms a user word of that kind takes: [(surface ending, reading
+    ending, POS id)], the dictionary form (基本形) first. Non-conjugating kinds have one form
+    with empty endings; the word is given in its dictionary form."""
     index = {f: i for i, f in enumerate(features)}
-    result = {}
+
+    def pos_id(feature: str) -> int | None:
+        if feature in index:
+            return index[feature]
+        matches = [i for f, i in index.items() if f.startswith(feature.rstrip(",*") + ",")]
+        return min(matches) if matches else None
+
+    result: dict[str, list[tuple[str, str, int]]] = {}
     for fields in _rule_lines(path):
-        name, feature = fields[0], fields[-1]
-        candidates = [feature.replace("<cform>", "基本形")] if "<cform>" in feature else [feature]
-        candidates.append(feature.split(",<cform>")[0])
-        pos_id = None
-        for want in candidates:
-            want = want.rstrip(",*") if want.endswith(",*") and want not in index else want
-            exact = [i for f, i in index.items() if f == want or f.startswith(want + ",")]
-            if exact:
-                pos_id = min(exact)
-                break
-        if pos_id is not None:
-            result[name] = pos_id
+        name, conjugation, feature = fields[0], fields[-2], fields[-1]
+        if "<cform>" not in feature:
+            found = pos_id(feature)
+            if found is not None:
+                result[name] = [("", "", found)]
+            continue
+        forms = []
+        for form, surface_end, reading_end in cforms.get(conjugation, ()):
+            found = pos_id(feature.replace("<cform>", form))
+            if found is not None:
+                entry = (surface_end, reading_end, found)
+                forms.insert(0, entry) if form == "基本形" else forms.append(entry)
+        if forms:
+            result[name] = forms
     return result
 
 
@@ -208,6 +230,8 @@ def compile_dictionary(source: Path, output: Path, provenance: dict[str, str]) -
         segmenter=np.packbits(segmenter, axis=1),
         prefix_penalty=prefix_penalty, suffix_penalty=suffix_penalty,
     )
+    user_forms = user_pos_forms(source / "rules" / "user_pos.def",
+                                read_cforms(source / "rules" / "cforms.def"), features)
     symbols = read_symbols(source / "symbol" / "symbol.tsv")
     (output / "symbols.tsv").write_text(
         "".join(f"{r}\t{s}\t{d}\n" for r, s, d in symbols), encoding="utf-8")
@@ -221,7 +245,8 @@ def compile_dictionary(source: Path, output: Path, provenance: dict[str, str]) -
         "number_id": features.index(next(f for f in features if f.startswith("名詞,数,アラビア数字"))),
         "alphabet_id": features.index(next(f for f in features if f.startswith("記号,アルファベット"))),
         "symbol_id": features.index(next(f for f in features if f.startswith("記号,一般"))),
-        "user_pos": user_pos_ids(source / "rules" / "user_pos.def", features),
+        "user_pos": {name: forms[0][2] for name, forms in user_forms.items()},
+        "user_pos_forms": user_forms,
         "source": provenance,
     }
     (output / "meta.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n",

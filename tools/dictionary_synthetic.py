@@ -19,6 +19,7 @@ FEATURES = [
     "助動詞,*,*,*,特殊・デス,基本形,です",
     "名詞,接尾,一般,*,*,*,*",
     "動詞,自立,*,*,五段・カ行イ音便,基本形,*",
+    "動詞,自立,*,*,五段・カ行イ音便,未然形,*",
 ]
 SEGMENTER = """\
 # lhs rhs boundary
@@ -34,6 +35,11 @@ USER_POS = """\
 名詞\tNOUN\t*\t名詞,一般,*,*,*,*
 数\tNUMBER\t*\t名詞,数,アラビア数字
 動詞カ行五段\tKA_GROUP1_VERB\t五段・カ行イ音便\t動詞,自立,*,*,五段・カ行イ音便,<cform>,*
+"""
+CFORMS = """\
+五段・カ行イ音便\t基本形\tく\tく\tく
+五段・カ行イ音便\t未然形\tか\tか\tか
+五段・カ行イ音便\t連用形\tき\tき\tき
 """
 WORDS = [  # reading, POS id, cost, surface
     ("きょう", 1, 100, "今日"), ("きょう", 1, 900, "京"), ("は", 5, 50, "は"), ("いい", 1, 300, "良い"),
@@ -61,6 +67,7 @@ def write_source(root: Path, words=WORDS, matrix=None, seed: int = 0) -> Path:
     (rules / "segmenter.def").write_text(SEGMENTER, encoding="utf-8")
     (rules / "boundary.def").write_text(BOUNDARY, encoding="utf-8")
     (rules / "user_pos.def").write_text(USER_POS, encoding="utf-8")
+    (rules / "cforms.def").write_text(CFORMS, encoding="utf-8")
     return data
 
 

@@ -30,6 +30,7 @@ ENGINE_PATH_PREFIX = "/org/freedesktop/IBus/Engine/"
 FACTORY_PATH = "/org/freedesktop/IBus/Factory"
 
 RELEASE_MASK = 1 << 30
+KEY_UP, KEY_DOWN = 0xFF52, 0xFF54
 # IBus/GTK input purposes whose keys must reach the application untouched and unlearned.
 PURPOSE_PASSWORD = 8
 PURPOSE_PIN = 9
@@ -158,12 +159,18 @@ class KarukanEngine(ServiceInterface):
         self.show(await self._context.page_down())
 
     @method()
-    def CursorUp(self):
-        pass   # candidate cursor moves come as arrow keys through ProcessKeyEvent
+    async def CursorUp(self):
+        await self._candidate_key(KEY_UP)
 
     @method()
-    def CursorDown(self):
-        pass
+    async def CursorDown(self):
+        await self._candidate_key(KEY_DOWN)
+
+    async def _candidate_key(self, keysym: int) -> None:
+        """Panel arrow buttons act like the arrow keys, while candidates are shown."""
+        if self._renderer.showing_candidates:
+            self.show(await self._context.process_key(keysym, 0, False))
+            await self._context.process_key(keysym, 0, True)
 
     @method()
     async def CandidateClicked(self, index: "u", button: "u", state: "u"):

@@ -27,6 +27,7 @@ from ime_frontend.ibus import gvariant as gv
 log = logging.getLogger(__name__)
 
 ADDRESS_WAIT_S = 10.0
+SERVICE_TIMEOUT_S = 0.25
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -57,7 +58,8 @@ def _context_factory(args: argparse.Namespace, loop: asyncio.AbstractEventLoop) 
         from ime_frontend.client import EngineClient
         from ime_frontend.resilient import ResilientContext
 
-        client_future = asyncio.ensure_future(EngineClient.connect())
+        # The same short timeout as the fcitx5 addon: a missing or slow service must not hold keys.
+        client_future = asyncio.ensure_future(EngineClient.connect(timeout_s=SERVICE_TIMEOUT_S))
 
         async def remote(on_update):
             client = await client_future

@@ -55,6 +55,10 @@ class IBusRenderer:
         self._aux = view.aux
         return signals
 
+    @property
+    def showing_candidates(self) -> bool:
+        return self._table is not None
+
     def clear(self) -> list[Signal]:
         """Signals that leave the client with no preedit, candidates or aux text."""
         return self.render(View(handled=False), commit=False)

@@ -86,9 +86,27 @@ class Aligner:
         self.unknown_pos = int(lexicon.meta.get("noun_id", 0))
         self.max_words = max_words_per_reading
         self._entries = lru_cache(maxsize=20000)(self._entries_uncached)
+        self._index = lru_cache(maxsize=64)(self._index_uncached)
 
     def _entries_uncached(self, reading: str) -> tuple[tuple[str, int, int, int], ...]:
         return tuple((e.surface, e.lid, e.rid, e.cost) for e in self.lexicon.lookup(reading)[: self.max_words])
+
+    def _index_uncached(self, reading: str) -> tuple[tuple[dict, list], ...]:
+        """Per reading position: words starting there, by the first character of their surface
+        (a constrained step only looks at words that can continue the surface), and the
+        cheapest few of each reading (for the free part after a prefix)."""
+        index = []
+        for i in range(len(reading)):
+            by_first: dict[str, list[AlignedWord | tuple]] = {}
+            cheapest: list[tuple] = []
+            for word_reading in self.lexicon.prefixes(reading[i:]):
+                entries = self._entries(word_reading)
+                for surface, lid, rid, cost in entries:
+                    if surface:
+                        by_first.setdefault(surface[0], []).append((word_reading, surface, lid, rid, cost))
+                cheapest.extend((word_reading, surface, lid, rid, cost) for surface, lid, rid, cost in entries[:FREE_WORDS])
+            index.append((by_first, cheapest))
+        return tuple(index)
 
     def align(self, reading: str, surface: str) -> Alignment | None:
         """The cheapest dictionary path that reads `reading` and writes exactly `surface`."""
@@ -109,29 +127,29 @@ class Aligner:
         best: dict[tuple[int, int], dict[int, tuple[int, tuple | None, AlignedWord | None]]] = {
             (0, 0): {0: (0, None, None)}
         }
-        prefixes_at = [self.lexicon.prefixes(reading[i:]) for i in range(n)]
+        index = self._index(reading)
         last_j = m if prefix_only else m - 1
         for i in range(n):
+            by_first, cheapest = index[i]
             for j in range(last_j + 1):
                 states = best.get((i, j))
                 if not states:
                     continue
                 free = j == m
+                words = cheapest if free else by_first.get(surface[j], ())
                 for rid, (cost, _, _) in list(states.items()):
-                    for word_reading in prefixes_at[i]:
-                        entries = self._entries(word_reading)
-                        for w_surface, lid, w_rid, w_cost in entries[:FREE_WORDS] if free else entries:
-                            if free:
-                                next_j = m
-                            elif surface.startswith(w_surface, j):
-                                next_j = j + len(w_surface)
-                            elif prefix_only and w_surface.startswith(surface[j:]):
-                                next_j = m   # the word finishes the prefix and goes on
-                            else:
-                                continue
-                            word = AlignedWord(word_reading, w_surface, lid, w_rid)
-                            new = cost + int(self.matrix[rid, lid]) + w_cost
-                            self._relax(best, (i + len(word_reading), next_j), w_rid, new, (i, j, rid), word)
+                    for word_reading, w_surface, lid, w_rid, w_cost in words:
+                        if free:
+                            next_j = m
+                        elif surface.startswith(w_surface, j):
+                            next_j = j + len(w_surface)
+                        elif prefix_only and w_surface.startswith(surface[j:]):
+                            next_j = m   # the word finishes the prefix and goes on
+                        else:
+                            continue
+                        word = AlignedWord(word_reading, w_surface, lid, w_rid)
+                        new = cost + int(self.matrix[rid, lid]) + w_cost
+                        self._relax(best, (i + len(word_reading), next_j), w_rid, new, (i, j, rid), word)
                     if free or _same_char(reading[i], surface[j]):
                         pos = self.unknown_pos
                         word = AlignedWord(reading[i], reading[i] if free else surface[j], pos, pos, known=False)

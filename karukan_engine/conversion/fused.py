@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 from typing import Sequence
 
-from karukan_engine.conversion.align import Aligner
+from karukan_engine.conversion.align import Aligner, Alignment
 from karukan_engine.conversion.cache import ConversionCache
 from karukan_engine.conversion.chunking import chunk_left_context, split_chunks
 from karukan_engine.conversion.deadline import BudgetChooser, Option, StageTimings
@@ -33,11 +33,15 @@ from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import suggestions
 from karukan_engine.conversion.types import Candidate, ConversionRequest, Converter, Segment
 from karukan_engine.conversion.verify import verify_draft
+from karukan_engine.neural.errors import NeuralError
 
 log = logging.getLogger(__name__)
 
 MODEL_SOURCE = "model"
 LEARNING_SOURCE = "learning"
+ALIGNMENT_CACHE = 4096
+# Whole-reading candidates cut into each segment's alternatives (each costs one alignment).
+OTHER_CANDIDATES_SPLIT = 5
 
 
 class FusedConverter:
@@ -53,8 +57,8 @@ class FusedConverter:
         self.chunks = ChunkedLive(self.cache, settings.chunk_limits, settings.context_chars)
         self.timings = StageTimings()
         self.chooser = BudgetChooser(self.timings)
-        self._costs: OrderedDict[tuple[str, str], int | None] = OrderedDict()
-        self._costs_lock = threading.Lock()
+        self._alignments: OrderedDict[tuple[str, str], Alignment | None] = OrderedDict()
+        self._alignments_lock = threading.Lock()
 
     # --- models ------------------------------------------------------------------------------
 
@@ -77,9 +81,8 @@ class FusedConverter:
 
     def live_quick(self, request: ConversionRequest) -> str:
         """The answer a key gets at once: dictionary text, with chunks a model already refined."""
-        slots = self.ready_slots()
-        model_id = slots[0].model_id if slots else None
-        return self.chunks.quick(request.reading, request.left_context, self._dictionary_chunk, model_id)
+        model_ids = [slot.model_id for slot in self.ready_slots()]
+        return self.chunks.quick(request.reading, request.left_context, self._dictionary_chunk, model_ids)
 
     def live_refined(self, request: ConversionRequest, ctx: JobContext | None = None) -> str | None:
         """The model's text, or None: no model, nothing fits the budget, or superseded."""
@@ -95,8 +98,12 @@ class FusedConverter:
         def model_chunk(reading: str, context: str) -> str:
             return self._model_chunk(slot, reading, context, owner)
 
-        return self.chunks.refined(request.reading, request.left_context, self._dictionary_chunk,
-                                   model_chunk, slot.model_id, should_stop=stop)
+        try:
+            return self.chunks.refined(request.reading, request.left_context, self._dictionary_chunk,
+                                       model_chunk, slot.model_id, should_stop=stop)
+        except NeuralError as exc:  # the dictionary text stays; never the reading in the log
+            log.warning("live model conversion failed: %s", type(exc).__name__)
+            return None
 
     def _slot_for(self, request: ConversionRequest, ctx: JobContext | None) -> ModelSlot | None:
         slots = self.ready_slots()
@@ -106,8 +113,7 @@ class FusedConverter:
         for slot in slots:
             pending = self.chunks.pending_model_chunks(request.reading, request.left_context,
                                                        self._dictionary_chunk, slot.model_id)
-            chars = sum(len(p) for p in pending)
-            options.append(Option(slot.model_id, ((self.greedy_stage(slot), chars),)))
+            options.append(Option(slot.model_id, ((self.greedy_stage(slot), len(pending)),)))
         choice = self.chooser.choose(options, ctx.remaining())
         if choice is None:
             return None
@@ -122,8 +128,10 @@ class FusedConverter:
             return learned
         started = time.perf_counter()
         generation = slot.greedy(reading, context, self.max_new_for(reading), owner)
-        self.timings.observe(self.greedy_stage(slot), time.perf_counter() - started, units=len(reading))
-        if generation is None or not generation.text:
+        if not slot.last_call_cold():
+            # Per call: with the KV cache and the draft, a key costs about the same at any length.
+            self.timings.observe(self.greedy_stage(slot), time.perf_counter() - started)
+        if generation is None or not _presentable(generation.text):
             return self._dictionary_chunk(reading, context)
         return generation.text
 
@@ -148,9 +156,13 @@ class FusedConverter:
         if not slots or not request.reading:
             return base[:n]
         model = slots[0].get()
-        if self.settings.scheme == "verify" and self.aligner is not None:
-            return self._verified(slots[0], request, base)[:n]
-        return self._reranked(slots[0], model, request, base)[:n]
+        try:
+            if self.settings.scheme == "verify" and self.aligner is not None:
+                return self._verified(slots[0], request, base)[:n]
+            return self._reranked(slots[0], model, request, base)[:n]
+        except NeuralError as exc:
+            log.warning("model conversion failed: %s", type(exc).__name__)
+            return base[:n]
 
     def _model_candidates(self, slot: ModelSlot, model, request: ConversionRequest) -> list[Candidate]:
         """Beam outputs for the trailing chunk (earlier chunks keep their live text) + greedy."""
@@ -163,10 +175,10 @@ class FusedConverter:
             context = chunk_left_context(request.left_context, [head], self.settings.context_chars)
             for generation in model.beam(tail, context, beam=self.settings.beam_width,
                                          max_new=self.max_new_for(tail)):
-                if generation.text:
+                if _presentable(generation.text):
                     found.append(Candidate(head + generation.text, source=MODEL_SOURCE))
         live = self.live_refined(request)
-        if live:
+        if live and _presentable(live):
             found.insert(0, Candidate(live, source=MODEL_SOURCE))
         return found
 
@@ -194,47 +206,65 @@ class FusedConverter:
             return base
         return dedup([Candidate(verified, source=MODEL_SOURCE)] + base)
 
-    def path_cost(self, reading: str, surface: str) -> int | None:
-        """Dictionary path cost of writing `reading` as `surface` (None: not writable so)."""
+    def alignment(self, reading: str, surface: str) -> Alignment | None:
+        """The dictionary words that read `reading` and write `surface` (cached; None: none)."""
         if self.aligner is None:
             return None
         key = (reading, surface)
-        with self._costs_lock:
-            if key in self._costs:
-                self._costs.move_to_end(key)
-                return self._costs[key]
-        alignment = self.aligner.align(reading, surface)
-        cost = alignment.cost if alignment is not None else None
-        with self._costs_lock:
-            self._costs[key] = cost
-            while len(self._costs) > 4096:
-                self._costs.popitem(last=False)
-        return cost
+        with self._alignments_lock:
+            if key in self._alignments:
+                self._alignments.move_to_end(key)
+                return self._alignments[key]
+        found = self.aligner.align(reading, surface)
+        with self._alignments_lock:
+            self._alignments[key] = found
+            while len(self._alignments) > ALIGNMENT_CACHE:
+                self._alignments.popitem(last=False)
+        return found
+
+    def path_cost(self, reading: str, surface: str) -> int | None:
+        """Dictionary path cost of writing `reading` as `surface` (None: not writable so)."""
+        found = self.alignment(reading, surface)
+        return found.cost if found is not None else None
 
     def convert(self, request: ConversionRequest) -> list[Segment]:
         if not request.reading or request.fixed_lengths or not self.ready_slots():
             return self.base.convert(request)
-        best = self.candidates(request, 1)
-        if not best:
+        ranked = self.candidates(request, self.settings.num_candidates)
+        if not ranked:
             return self.base.convert(request)
-        return self.segments_for(request, best[0])
+        return self.segments_for(request, ranked[0], ranked[1:])
 
-    def segments_for(self, request: ConversionRequest, best: Candidate) -> list[Segment]:
-        """Segments whose first candidates spell `best`, cut where the dictionary would cut."""
+    def segments_for(self, request: ConversionRequest, best: Candidate,
+                     others: Sequence[Candidate] = ()) -> list[Segment]:
+        """Segments whose first candidates spell `best`, cut where the dictionary would cut.
+
+        Each segment's alternatives: the same span of the other whole-reading candidates (where
+        they cut there too), then the lattice's candidates for exactly that span.
+        """
         reading = request.reading
-        alignment = self.aligner.align(reading, best.surface) if self.aligner is not None else None
+        alignment = self.alignment(reading, best.surface)
         if alignment is None:
-            others = self.base.candidates(request, self.settings.num_candidates)
-            return [Segment(reading, tuple(dedup([best] + others)))]
+            rest = self.base.candidates(request, self.settings.num_candidates)
+            return [Segment(reading, tuple(dedup([best, *others] + rest)))]
         spans = alignment.segments(self.lexicon.segmenter)
+        bounds = _span_bounds([r for r, _ in spans])
+        alternatives: list[list[Candidate]] = [[] for _ in spans]
+        for other in others[:OTHER_CANDIDATES_SPLIT]:
+            if other.source == "variant":
+                continue
+            cuts = _surface_offsets(self.alignment(reading, other.surface))
+            for index, (lo, hi) in enumerate(bounds):
+                if lo in cuts and hi in cuts:
+                    alternatives[index].append(Candidate(other.surface[cuts[lo]:cuts[hi]], source=other.source))
         fixed = tuple(len(r) for r, _ in spans)
         base_segments = self.base.convert(
             ConversionRequest(reading, request.left_context, fixed, request.learn))
         if [s.reading for s in base_segments] != [r for r, _ in spans]:
             base_segments = [Segment(r, (Candidate(s, source=best.source),)) for r, s in spans]
         return [
-            Segment(r, tuple(dedup([Candidate(s, best.annotation, best.source)] + list(seg.candidates))))
-            for (r, s), seg in zip(spans, base_segments)
+            Segment(r, tuple(dedup([Candidate(s, best.annotation, best.source), *alts, *seg.candidates])))
+            for (r, s), alts, seg in zip(spans, alternatives, base_segments)
         ]
 
     # --- suggestions --------------------------------------------------------------------------
@@ -256,6 +286,31 @@ class FusedConverter:
             slot.close()
 
 
+def _span_bounds(readings: Sequence[str]) -> list[tuple[int, int]]:
+    bounds, start = [], 0
+    for reading in readings:
+        bounds.append((start, start + len(reading)))
+        start += len(reading)
+    return bounds
+
+
+def _surface_offsets(alignment: Alignment | None) -> dict[int, int]:
+    """Reading offset -> surface offset at every word boundary of an alignment."""
+    if alignment is None:
+        return {}
+    offsets, r, s = {0: 0}, 0, 0
+    for word in alignment.words:
+        r += len(word.reading)
+        s += len(word.surface)
+        offsets[r] = s
+    return offsets
+
+
+def _presentable(text: str) -> bool:
+    """Model text fit to show: not empty, no broken UTF-8 (U+FFFD), no control characters."""
+    return bool(text) and all((ch.isprintable() or ch == "\u3000") and ch != "\ufffd" for ch in text)
+
+
 def build_fused_converter(base: Converter, options) -> Converter:
     """The fused pipeline over `base`, with the configured model loading in the background.
 
@@ -274,9 +329,12 @@ def build_fused_converter(base: Converter, options) -> Converter:
         log.info("no model for the fused converter (%s); dictionary only", type(exc).__name__)
         return base
     model_id = options.model_id or "default"
-    slot = ModelSlot(load_in_background(options.model_id) if options.model_id else _load_default(), model_id)
-    settings = getattr(options, "conversion", None) or ConversionSettings()
-    converter = FusedConverter(base, [slot], settings, lexicon=getattr(base, "dictionary", None))
+    settings = getattr(options, "conversion", None) or ConversionSettings.from_config()
+    slots = [ModelSlot(load_in_background(options.model_id) if options.model_id else _load_default(), model_id)]
+    if settings.light_model:
+        # A light model is optional: if it fails to load, its slot simply stays empty.
+        slots.append(ModelSlot(load_in_background(settings.light_model), settings.light_model))
+    converter = FusedConverter(base, slots, settings, lexicon=getattr(base, "dictionary", None))
     if not getattr(options, "load_in_background", False):
         converter.wait_for_model()
     return converter

@@ -10,7 +10,7 @@ Each chunk's left context is the application's text plus what the chunks before 
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from karukan_engine.conversion.cache import CacheKey, ConversionCache
 from karukan_engine.conversion.chunking import (
@@ -32,14 +32,17 @@ class ChunkedLive:
         self.context_chars = context_chars
 
     def quick(self, reading: str, left_context: str, dictionary: ChunkConverter,
-              model_id: str | None = None) -> str:
-        """The dictionary's text, with chunks already refined by `model_id` taken from the cache."""
+              model_ids: Sequence[str] = ()) -> str:
+        """The dictionary's text, with chunks already refined by one of `model_ids` (best first)
+        taken from the cache."""
         done: list[str] = []
         for chunk in split_chunks(reading, self.limits):
             context = chunk_left_context(left_context, done, self.context_chars)
             text = None
-            if model_id is not None and chunk.japanese:
+            for model_id in model_ids if chunk.japanese else ():
                 text = self.cache.get(CacheKey(chunk.text, context, model_id))
+                if text is not None:
+                    break
             if text is None:
                 text = self._cached(chunk.text, context, DICTIONARY_TIER, dictionary)
             done.append(text)

@@ -22,12 +22,16 @@ class LiveUpdate:
     generation: int        # the scheduler generation (key) this text belongs to
     reading: str
     text: str
+    changed: bool = True   # False: the model agreed with the quick text (only with deliver_unchanged)
 
 
 class LiveService:
     def __init__(self, converter: Converter, scheduler: Scheduler | None = None,
-                 budget_ms: float | None = None) -> None:
+                 budget_ms: float | None = None, deliver_unchanged: bool = False) -> None:
+        """deliver_unchanged: also call back when the model's text equals the quick text
+        (benchmarks time every finished refinement; frontends need only changes)."""
         self.converter = converter
+        self.deliver_unchanged = deliver_unchanged
         settings = getattr(converter, "settings", None)
         workers = settings.workers if settings is not None else 1
         self.scheduler = scheduler or Scheduler(workers=workers)
@@ -52,10 +56,12 @@ class LiveService:
         if request.reading and self.asynchronous:
             def work(ctx):
                 refined = self.converter.live_refined(request, ctx)
-                return refined if refined and refined != text else None
+                if not refined or (refined == text and not self.deliver_unchanged):
+                    return None
+                return refined
 
             def deliver(refined: str) -> None:
-                on_refined(LiveUpdate(session, generation, request.reading, refined))
+                on_refined(LiveUpdate(session, generation, request.reading, refined, refined != text))
 
             self.scheduler.submit(session, Priority.LIVE, work, deliver, budget_s=self.budget_s)
         return text

@@ -88,6 +88,12 @@ class ModelSlot:
             drafts.pop(next(iter(drafts)))
         return Generation(clean_output(model.tokenizer.decode(out)), tuple(out), logprob, finished)
 
+    def last_call_cold(self) -> bool:
+        """True when this thread's last greedy call had to create its llama context (its
+        timing says nothing about the next call)."""
+        decoder = getattr(self._local, "decoder", None)
+        return decoder is None or decoder.cold
+
     def check_draft(self, reading: str, context: str, surface: str) -> str | None:
         """Zenzai-style check of a whole conversion in one teacher-forced pass.
 

@@ -37,7 +37,6 @@ class FusionWeights:
 
 @dataclass(frozen=True)
 class ConversionSettings:
-    live_conversion: bool = True
     live_budget_ms: float = 50.0      # per live update, key to refined preedit
     chunk_chars: int = 30
     chunk_symbols: int = 1
@@ -51,6 +50,7 @@ class ConversionSettings:
     scheme: str = "rerank"            # "rerank" (score every candidate) or "verify" (Zenzai-style)
     verify_rounds: int = 3
     workers: int = 1                  # scheduler worker threads (each owns llama contexts)
+    light_model: str = ""             # a models.toml id or GGUF path used when the main one is late
     weights: FusionWeights = field(default_factory=FusionWeights)
 
     def __post_init__(self) -> None:
@@ -81,3 +81,14 @@ class ConversionSettings:
                 raise ValueError("conversion.weights takes: " + ", ".join(sorted(wknown)))
             values["weights"] = replace(FusionWeights(), **{k: float(v) for k, v in weights.items()})
         return replace(cls(), **values)
+
+    @classmethod
+    def from_config(cls, path=None) -> "ConversionSettings":
+        """The `[conversion]` table of the user's config (karukan_engine.config), with defaults."""
+        from karukan_engine.config import Config, ConfigError
+
+        config = Config.load(path)
+        try:
+            return cls.from_mapping(config.sections.get("conversion", {}))
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"{config.path or 'config'}: [conversion]: {exc}") from None

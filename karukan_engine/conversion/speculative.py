@@ -42,6 +42,7 @@ class SpeculativeGreedy:
         self.decode_calls = 0             # llama_decode calls by the last generate (benchmarks)
         self.accepted = 0                 # draft tokens accepted by the last generate
         self.reused = 0                   # prompt tokens the last generate found in the KV cache
+        self.cold = False                 # the last generate had to create its llama context
         self._owner: Hashable | None = None
         self._saved: OrderedDict[Hashable, tuple[bytes, tuple[int, ...]]] = OrderedDict()
 
@@ -83,8 +84,10 @@ class SpeculativeGreedy:
         return bytes(buffer[:written]) if written > 0 else None
 
     def _ensure_capacity(self, needed: int) -> LlamaContext:
+        self.cold = False
         if self._ctx is not None and self._ctx.n_ctx >= needed:
             return self._ctx
+        self.cold = True
         cells = INITIAL_CELLS
         while cells < needed:
             cells *= 2

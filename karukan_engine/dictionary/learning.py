@@ -106,6 +106,7 @@ class LearningStore:
         excess = len(self._uses) - self.max_entries
         if excess <= 0:
             return
+        excess += self.max_entries // 10   # a little slack so a full store does not sort per commit
         for key in sorted(self._uses, key=lambda k: self._uses[k].score())[:excess]:
             del self._uses[key]
             self._unindex(*key)

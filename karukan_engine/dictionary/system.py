@@ -77,6 +77,10 @@ class SystemDictionary:
             return to_katakana(reading)
         return self._surfaces.restore_key(int(surface_id))
 
+    def surface_id_of(self, surface: str) -> int | None:
+        """Id of a stored surface (one that is neither its reading nor the katakana of it)."""
+        return self._surfaces.get(surface)
+
     def key_range(self, reading: str) -> tuple[int, int] | None:
         """Entry index range [start, stop) of an exact reading, or None."""
         key = self._readings.get(reading)

@@ -16,6 +16,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-model", action="store_true", help="dictionary only, never load a model")
     parser.add_argument("--model", default=None, help="a models.toml id or a GGUF path")
     parser.add_argument("-n", type=int, default=5, help="candidates per item (Recall@N, default 5)")
+    parser.add_argument("--no-context", action="store_true",
+                        help="ignore the items' left context (to measure what it brings)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N items of each file")
     parser.add_argument("--json", type=Path, help="write the figures (and the misses) here")
     parser.set_defaults(handler=run)
@@ -37,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
     converter = build_converter(ConverterOptions(use_model=not args.no_model, model_id=args.model))
 
     def convert(item: EvalItem, n: int) -> list[str]:
-        request = ConversionRequest(item.reading, left_context=item.context, learn=False)
+        context = "" if args.no_context else item.context
+        request = ConversionRequest(item.reading, left_context=context, learn=False)
         return [c.surface for c in converter.candidates(request, n)]
 
     report = {"converter": type(converter).__name__, "sets": {}}

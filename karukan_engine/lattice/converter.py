@@ -17,6 +17,7 @@ from karukan_engine.conversion.types import Candidate, ConversionRequest, Segmen
 from karukan_engine.dictionary.learning import LearningStore
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.dictionary.user_dictionary import UserDictionary
+from karukan_engine.lattice.context import START, ContextAnalyzer
 from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
 from karukan_engine.lattice.search import SearchSpace
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
@@ -32,7 +33,7 @@ from karukan_engine.lattice.variants import (
 SEGMENT_ALTERNATIVES = 20
 # bounds on A* pops: whole-reading N-best, and each segment's alternatives
 MAX_EXPANSIONS = 20000
-SEGMENT_EXPANSIONS = 400
+SEGMENT_EXPANSIONS = 200
 # Segment candidates depend only on the span's text, its neighbours' POS ids and the user data,
 # so resizing or re-converting reuses the segments that did not change.
 SEGMENT_CACHE_SIZE = 256
@@ -62,6 +63,8 @@ class LatticeConverter:
             sources.append(LearnedWordSource(learning, dictionary))
         self.builder = LatticeBuilder(dictionary, sources)
         self.symbols = load_symbols(dictionary.directory / "symbols.tsv")
+        self.context = ContextAnalyzer(dictionary)
+        self.use_context = True   # the first word connects to the end of request.left_context
         self._lock = threading.Lock()
         self._cache: tuple[tuple, _Analysis] | None = None
         self._segment_cache: OrderedDict[tuple, tuple[Candidate, ...]] = OrderedDict()
@@ -89,12 +92,13 @@ class LatticeConverter:
 
     def _analyse(self, request: ConversionRequest) -> _Analysis:
         cuts = fixed_cuts(len(request.reading), tuple(request.fixed_lengths))
-        key = (request.reading, tuple(cuts), self._generations())
+        start = self.context.left_neighbours(request.left_context) if self.use_context else START
+        key = (request.reading, tuple(cuts), start, self._generations())
         with self._lock:
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
         lattice = self.builder.build(request.reading, cuts)
-        space = SearchSpace(lattice, self.dictionary, 0, len(request.reading))
+        space = SearchSpace(lattice, self.dictionary, 0, len(request.reading), bos_choices=start)
         analysis = _Analysis(lattice, space, cuts)
         with self._lock:
             self._cache = (key, analysis)
@@ -141,17 +145,17 @@ class LatticeConverter:
             inner = [x for x in path if lo <= space.start[x] and space.end[x] <= hi]
             before = [x for x in path if space.end[x] == lo]
             after = [x for x in path if space.start[x] == hi]
-            bos_rid = int(space.rid[before[-1]]) if before else 0
+            left = ((int(space.rid[before[-1]]), 0),) if before else space.bos_choices
             eos_lid = int(space.lid[after[0]]) if after else 0
             best = Candidate("".join(lattice.surface(x) for x in inner), "",
                              _source_of(lattice, inner))
-            key = (reading[lo:hi], bos_rid, eos_lid, best, self._generations())
+            key = (reading[lo:hi], left, eos_lid, best, self._generations())
             with self._lock:
                 candidates = self._segment_cache.get(key)
                 if candidates is not None:
                     self._segment_cache.move_to_end(key)
             if candidates is None:
-                candidates = tuple(self._segment_candidates(lattice, lo, hi, bos_rid, eos_lid, best))
+                candidates = tuple(self._segment_candidates(lattice, lo, hi, left, eos_lid, best))
                 with self._lock:
                     self._segment_cache[key] = candidates
                     while len(self._segment_cache) > SEGMENT_CACHE_SIZE:
@@ -167,12 +171,13 @@ class LatticeConverter:
         self.learning.save()
 
     # -- segment candidates --------------------------------------------------------------------
-    def _segment_candidates(self, lattice: Lattice, lo: int, hi: int, bos_rid: int, eos_lid: int,
-                            best: Candidate) -> list[Candidate]:
+    def _segment_candidates(self, lattice: Lattice, lo: int, hi: int, left: tuple[tuple[int, int], ...],
+                            eos_lid: int, best: Candidate) -> list[Candidate]:
         reading = lattice.reading[lo:hi]
-        space = SearchSpace(lattice, self.dictionary, lo, hi, bos_rid, eos_lid, inside_segment=True)
+        space = SearchSpace(lattice, self.dictionary, lo, hi, eos_lid=eos_lid, inside_segment=True,
+                            bos_choices=left)
         if not space.reachable:   # no single-bunsetsu spelling: let words of any kind join
-            space = SearchSpace(lattice, self.dictionary, lo, hi, bos_rid, eos_lid)
+            space = SearchSpace(lattice, self.dictionary, lo, hi, eos_lid=eos_lid, bos_choices=left)
         alternatives = []
         seen = set()
         for _, nodes in space.paths(SEGMENT_EXPANSIONS):

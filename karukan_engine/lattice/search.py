@@ -21,6 +21,7 @@ from karukan_engine.lattice.lattice import Lattice
 
 INF = 1 << 50
 BOS, EOS = 0, 1
+_BOS_ONLY = np.array([BOS])
 
 
 @dataclass
@@ -32,9 +33,13 @@ class SearchSpace:
     bos_rid: int = 0
     eos_lid: int = 0
     inside_segment: bool = False
+    # several possible left neighbours (rid, extra cost), e.g. the readings of the context's last
+    # word; overrides bos_rid when given
+    bos_choices: tuple[tuple[int, int], ...] = ()
     alpha: np.ndarray = field(init=False)        # best cost from the start through each node
     _preds: dict = field(init=False, default_factory=dict)
     _pred_by_node: dict = field(init=False, default_factory=dict)
+    _arrivals: dict = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         lat = self.lattice
@@ -56,8 +61,16 @@ class SearchSpace:
             last = self.members[self.end[self.members] == self.hi]
             self.cost[first] += d.prefix_penalty[self.lid[first]]
             self.cost[last] += d.suffix_penalty[self.rid[last]]
+        choices = self.bos_choices or ((self.bos_rid, 0),)
+        self._bos_rids = np.array([r for r, _ in choices], dtype=np.int64)
+        self._bos_costs = np.array([c for _, c in choices], dtype=np.int64)
         self._index()
         self._forward()
+
+    def _from_start(self, lids: np.ndarray) -> np.ndarray:
+        """Cost of entering each lid from the start: the best of the possible left neighbours."""
+        matrix = self.dictionary.matrix
+        return (matrix[self._bos_rids[:, None], lids[None, :]] + self._bos_costs[:, None]).min(axis=0)
 
     # -- transitions -------------------------------------------------------------------------
     def _transition(self, rids: np.ndarray, lids: np.ndarray, position: int, to_eos: bool) -> np.ndarray:
@@ -93,7 +106,7 @@ class SearchSpace:
     def _ending(self, position: int) -> np.ndarray:
         """Nodes ending at position (the start node alone at lo)."""
         if position == self.lo:
-            return np.array([BOS])
+            return _BOS_ONLY
         i = position - self.lo
         return self._by_end[self._end_bounds[i]:self._end_bounds[i + 1]]
 
@@ -115,7 +128,7 @@ class SearchSpace:
                 ulid = self._start_group_lid[g0:self._start_group[b - 1] + 1]
                 inverse = self._start_group[a:b] - g0
             if p == self.lo:
-                urid, ubest = np.array([self.bos_rid]), np.zeros(1, dtype=np.int64)
+                best = self._from_start(ulid)
             else:
                 a, b = self._end_bounds[i], self._end_bounds[i + 1]
                 if a == b:
@@ -124,7 +137,7 @@ class SearchSpace:
                 first, last = np.searchsorted(group_starts, (a, b))
                 urid = group_rid[first:last]
                 ubest = np.minimum.reduceat(self.alpha[self._by_end[a:b]], group_starts[first:last] - a)
-            best = (self._transition(urid, ulid, p, p == self.hi) + ubest[:, None]).min(axis=0)
+                best = (self._transition(urid, ulid, p, p == self.hi) + ubest[:, None]).min(axis=0)
             self.alpha[nodes] = np.minimum(best[inverse] + self.cost[nodes], INF)
 
     # -- results -----------------------------------------------------------------------------
@@ -144,8 +157,8 @@ class SearchSpace:
         return path[::-1]
 
     def path_cost(self, path: list[int]) -> int:
-        nodes = [BOS, *path, EOS]
-        total = 0
+        nodes = [*path, EOS]
+        total = int(self._from_start(np.array([self.lid[nodes[0]]]))[0]) + int(self.cost[nodes[0]])
         for left, right in zip(nodes, nodes[1:]):
             total += int(self.dictionary.matrix[self.rid[left], self.lid[right]]) + int(self.cost[right])
         return total
@@ -156,22 +169,35 @@ class SearchSpace:
         cached = self._pred_by_node.get(node)
         if cached is not None:
             return cached
-        key = (int(self.start[node]), int(self.lid[node]), node == EOS)
+        position, lid = int(self.start[node]), int(self.lid[node])
+        key = (position, lid, node == EOS)
         cached = self._preds.get(key)
         if cached is None:
-            prev = self._ending(key[0])
-            rids, lid = self.rid[prev], key[1]
-            conn = self.dictionary.matrix[rids, lid].astype(np.int64)
-            if self.inside_segment and key[0] != self.lo and node != EOS:
-                conn[self.dictionary.segmenter[rids, lid]] = INF
-            score = self.alpha[prev] + conn
-            ok = score < INF
-            prev, score = prev[ok], score[ok]
-            order = np.argsort(score, kind="stable")
-            cached = (prev[order].tolist(), score[order].tolist())
+            if position == self.lo:
+                cached = ([BOS], self._from_start(np.array([lid])).tolist())
+            else:
+                prev, rids, alpha = self._arrivals_at(position)
+                score = self.dictionary.matrix[rids, lid] + alpha
+                if self.inside_segment and node != EOS:
+                    score[self.dictionary.segmenter[rids, lid]] = INF
+                order = np.argsort(score, kind="stable")
+                score = score[order]
+                keep = int(np.searchsorted(score, INF)) if self.inside_segment else score.size
+                cached = (prev[order[:keep]].tolist(), score[:keep].tolist())
             self._preds[key] = cached
         self._pred_by_node[node] = cached
         return cached
+
+    def _arrivals_at(self, position: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The reachable nodes ending at position, their right ids and costs (cached)."""
+        arrivals = self._arrivals.get(position)
+        if arrivals is None:
+            prev = self._ending(position)
+            alpha = self.alpha[prev]
+            finite = alpha < INF
+            prev, alpha = prev[finite], alpha[finite]
+            arrivals = self._arrivals[position] = (prev, self.rid[prev], alpha)
+        return arrivals
 
     def paths(self, max_expansions: int = 20000) -> Iterator[tuple[int, list[int]]]:
         """All paths, cheapest first: (cost, nodes without BOS/EOS).

@@ -23,7 +23,8 @@ def _best_cost(dictionary: SystemDictionary, reading: str) -> int | None:
 
 class UserWordSource:
     """User words: the POS id of their user POS; cost just under the best system word of the
-    same reading (so they come first on their own, and context still decides in a sentence)."""
+    same reading (so they come first on their own, and context still decides in a sentence).
+    Verbs and adjectives, given in their dictionary form, enter in every conjugated form."""
 
     def __init__(self, user_dictionary: UserDictionary, dictionary: SystemDictionary) -> None:
         self.user_dictionary = user_dictionary
@@ -31,16 +32,28 @@ class UserWordSource:
         self._generation = -1
         self._index: dict[str, list[ExtraWord]] = {}
 
+    def _forms(self, reading: str, surface: str, pos: str) -> list[tuple[str, str, int]]:
+        noun = self.dictionary.meta["noun_id"]
+        forms = self.dictionary.meta.get("user_pos_forms", {}).get(pos)
+        if not forms:
+            return [(reading, surface, self.dictionary.user_pos.get(pos, noun))]
+        base_surface, base_reading, base_id = forms[0]
+        if not (surface.endswith(base_surface) and reading.endswith(base_reading)):
+            return [(reading, surface, base_id)]   # not in dictionary form: take it as it is
+        stem_surface = surface[: len(surface) - len(base_surface)]
+        stem_reading = reading[: len(reading) - len(base_reading)]
+        return [(stem_reading + r_end, stem_surface + s_end, pos_id)
+                for s_end, r_end, pos_id in forms if stem_reading + r_end]
+
     def _refresh(self) -> None:
         if self._generation == self.user_dictionary.generation:
             return
-        noun = self.dictionary.meta["noun_id"]
         index: dict[str, list[ExtraWord]] = {}
         for word in self.user_dictionary.words:
-            pos = self.dictionary.user_pos.get(word.pos, noun)
-            best = _best_cost(self.dictionary, word.reading)
-            cost = USER_WORD_COST if best is None else max(0, best - 1)
-            index.setdefault(word.reading, []).append(ExtraWord(word.reading, word.surface, pos, pos, cost, "user"))
+            for reading, surface, pos in self._forms(word.reading, word.surface, word.pos):
+                best = _best_cost(self.dictionary, reading)
+                cost = USER_WORD_COST if best is None else max(0, best - 1)
+                index.setdefault(reading, []).append(ExtraWord(reading, surface, pos, pos, cost, "user"))
         self._index = index
         self._generation = self.user_dictionary.generation
 

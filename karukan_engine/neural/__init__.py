@@ -17,9 +17,12 @@ Public API (stable; used by the fusion layer):
         # prefix with that thread's previous prompt
     model.beam(reading, context="", beam=5, max_new=50) -> list[Generation]   # best first
         # shared-prompt beam search; beam clamped to 1..128; [] for empty reading / max_new 0
-    model.scorer() -> NllScorer  (or model.score / model.score_many, thread-local scorers)
+    model.scorer() -> this thread's scorer (or model.score / model.score_many, same thing)
         scorer.score(reading, context, surface) -> float            # NLL per surface character
         scorer.score_many(reading, context, surfaces) -> list[float]  # one prompt prefill
+        # NLL = -(sum log p(surface tokens) + log p(EOS)) / len(NFKC(surface)); lower is better
+    model.prompt_ids(reading, context) -> list[int];  model.stop_ids;  model.eos_id
+    model.session() -> this thread's GreedySession (greedy.py)
     model.close()
 
     Generation(text: str, token_ids: tuple[int, ...], logprob: float, finished: bool)
@@ -30,6 +33,10 @@ Public API (stable; used by the fusion layer):
     handle = load_in_background(path_or_dir_or_model_id)
         handle.ready() -> bool;  handle.wait(timeout=None) -> NeuralModel (raises its error);
         handle.error -> NeuralError | None;  handle.model -> NeuralModel | None
+
+Lower level, for decoders built elsewhere: runtime.LlamaModel / LlamaContext(model.llama,
+ContextSize(n_ctx, n_batch, n_seq_max), n_threads) with checked decode / decode_run / seq_cp /
+seq_rm / clear; logprob.argmax_logprob / top_k_rows; testing.write_model_dir for tiny models.
 
 Readings may be hiragana or katakana; the prompt is
 U+EE02 + left context (last `max_context_chars`) + U+EE00 + reading in katakana + U+EE01, NFKC.

@@ -16,7 +16,7 @@ from typing import AbstractSet, Sequence
 import numpy as np
 
 from karukan_engine.neural.errors import InferenceError
-from karukan_engine.neural.logprob import log_softmax_rows, top_k_rows
+from karukan_engine.neural.logprob import log_normalizers, top_k_rows
 from karukan_engine.neural.runtime import LLAMA_MAX_SEQ, ContextSize, LlamaContext, LlamaModel
 
 MAX_BEAM = LLAMA_MAX_SEQ // 2  # live + scratch slots must fit llama.cpp's 256 sequences
@@ -55,10 +55,15 @@ def converged(finished: Sequence[Hypothesis], active: Sequence[Hypothesis], beam
     return max(a.score for a in active) < kth_best_finished
 
 
-def select(active: Sequence[Hypothesis], logprobs: np.ndarray, beam: int, stop_ids: AbstractSet[int]) -> list[tuple[int, Hypothesis]]:
+def select(active: Sequence[Hypothesis], logits: np.ndarray, beam: int, stop_ids: AbstractSet[int]) -> list[tuple[int, Hypothesis]]:
     """Expand every live beam by its max(beam, 4) best tokens and keep the global top `beam`
-    as (parent slot, child). Ties keep parent order, then token rank (stable sort)."""
-    ids, lps = top_k_rows(logprobs, max(beam, MIN_EXPANSION))
+    as (parent slot, child). Ties keep parent order, then token rank (stable sort).
+
+    Ranking a row by its float32 logits is ranking it by log p, so only the chosen entries are
+    turned into log p (float64(logit) - log normaliser: the same numbers log_softmax_rows gives)."""
+    logits = np.asarray(logits, dtype=np.float32)
+    ids, vals = top_k_rows(logits, max(beam, MIN_EXPANSION))
+    lps = vals.astype(np.float64) - log_normalizers(logits)
     parent_scores = np.array([a.score for a in active])
     totals = (parent_scores[:, None] + lps).ravel()
     order = np.argsort(-totals, kind="stable")[:beam]
@@ -124,7 +129,7 @@ class BeamSearcher:
         try:
             logits = ctx.decode_run(prompt, 0, seq=0)
             self.decoded_tokens = base
-            first = select([Hypothesis([], 0.0)], log_softmax_rows(logits[None, :]), beam, stop_ids)
+            first = select([Hypothesis([], 0.0)], logits[None, :], beam, stop_ids)
             finished = [h for _, h in first if h.finished]
             active = [h for _, h in first if not h.finished]
             for slot in range(1, len(active)):  # share the prompt with every live beam
@@ -142,7 +147,7 @@ class BeamSearcher:
                     [True] * n,
                 )
                 self.decoded_tokens += n
-                chosen = select(active, log_softmax_rows(rows), beam, stop_ids)
+                chosen = select(active, rows, beam, stop_ids)
                 finished += [h for _, h in chosen if h.finished]
                 survivors = [(slot, h) for slot, h in chosen if not h.finished]
                 permute_kv(ctx, [slot for slot, _ in survivors], n, beam)

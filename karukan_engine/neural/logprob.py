@@ -30,18 +30,28 @@ def top_k(logprobs: np.ndarray, k: int) -> list[tuple[int, float]]:
 
 
 def argmax_logprob(logits: np.ndarray) -> tuple[int, float]:
-    """Greedy choice: the best token (lowest id on ties) and its log p."""
-    lp = log_softmax(logits)
-    token = int(np.argmax(lp))  # numpy returns the first maximum = the lowest id
-    return token, float(lp[token])
+    """Greedy choice: the best token (lowest id on ties) and its log p.
+
+    log p(best) = best - (best + log sum exp(x - best)) = -log sum exp(x - best): one float32
+    exp pass with a float64 sum, no full log-softmax (this runs once per generated token)."""
+    x = np.asarray(logits, dtype=np.float32)
+    token = int(np.argmax(x))  # numpy returns the first maximum = the lowest id
+    total = np.sum(np.exp(x - x[token]), dtype=np.float64)
+    return token, float(-np.log(total))
 
 
-def log_softmax_rows(logits: np.ndarray) -> np.ndarray:
-    """Row-wise log-softmax of a 2-D array: exp in float32 (fast), sums and result in float64."""
+def log_normalizers(logits: np.ndarray) -> np.ndarray:
+    """Per row log sum exp (float64), computed with one float32 exp pass."""
     x = np.asarray(logits, dtype=np.float32)
     top = np.max(x, axis=1, keepdims=True)
     total = np.sum(np.exp(x - top), axis=1, keepdims=True, dtype=np.float64)
-    return x.astype(np.float64) - (top.astype(np.float64) + np.log(total))
+    return top.astype(np.float64) + np.log(total)
+
+
+def log_softmax_rows(logits: np.ndarray) -> np.ndarray:
+    """Row-wise log-softmax of a 2-D array (float64 result; see log_normalizers)."""
+    x = np.asarray(logits, dtype=np.float32)
+    return x.astype(np.float64) - log_normalizers(x)
 
 
 def top_k_rows(logprobs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

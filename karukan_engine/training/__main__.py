@@ -26,17 +26,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("stage", choices=(*STAGES, "all"))
     parser.add_argument("--force", action="store_true", help="rebuild the stage even if cached")
     parser.add_argument("--processes", type=int, default=2, help="annotation processes")
-    parser.add_argument("--minutes", type=float, default=90.0, help="training budget (step time)")
-    parser.add_argument("--n-embd", type=int, default=256)
+    parser.add_argument("--minutes", type=float, default=85.0, help="training budget (step time)")
+    parser.add_argument("--n-embd", type=int, default=160)
     parser.add_argument("--n-layer", type=int, default=4)
     parser.add_argument("--n-head", type=int, default=4)
     parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--tokens-per-batch", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="torch device (cuda for a GPU run)")
     parser.add_argument("--quant", default="q8_0", help="f32, f16, q8_0, q5_0 or q4_0")
     parser.add_argument("--model-dir", type=Path, default=PACKAGE_MODEL_DIR,
                         help="where export writes <name>.gguf + tokenizer.json (default: package data)")
-    parser.add_argument("--eval-limit", type=int, default=1000, help="items per evaluation set")
+    parser.add_argument("--eval-limit", type=int, default=500, help="items per evaluation set")
     return parser
 
 
@@ -59,7 +60,8 @@ def run_stage(stage: str, args: argparse.Namespace) -> None:
         if args.force and (stage_dir("train") / "checkpoint.pt").exists():
             (stage_dir("train") / "checkpoint.pt").unlink()
         train(TrainOptions(minutes=args.minutes, n_embd=args.n_embd, n_layer=args.n_layer,
-                           n_head=args.n_head, lr=args.lr, threads=args.threads, device=args.device))
+                           n_head=args.n_head, lr=args.lr, threads=args.threads, device=args.device,
+                           tokens_per_batch=args.tokens_per_batch))
     elif stage == "export":
         from karukan_engine.training.export import export_model_dir
 

@@ -25,7 +25,8 @@ _BLOCK_TAGS = {
     "info", "figure", "page", "terms", "tree", "list", "steps", "synopsis", "media", "span_block",
 }
 _JAPANESE = re.compile(r"[\u3041-\u3096\u30a1-\u30fa\u30fc\u4e00-\u9fff\u3005]")
-_SENTENCE_END = re.compile(r"(?<=[。！？])")
+# NFKC turns ！？ into ASCII; an ASCII mark ends a sentence only before a space (not in "#!/bin").
+_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[!?])(?=\s)")
 
 
 class _BlockTextParser(HTMLParser):
@@ -117,7 +118,7 @@ def _join_lines(block: str) -> str:
 
 
 def sentences_of_block(block: str) -> list[str]:
-    block = unicodedata.normalize("NFKC", html.unescape(_join_lines(block)))
+    block = _join_lines(unicodedata.normalize("NFKC", html.unescape(block)))
     return [s.strip() for s in _SENTENCE_END.split(block) if s.strip()]
 
 

@@ -8,6 +8,8 @@ same ids is written beside it for the runtime.
 from __future__ import annotations
 
 import ctypes
+import logging
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -92,7 +94,14 @@ def quantize(source: Path, dest: Path, kind: str = "q8_0", threads: int = 2) -> 
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = QUANT_TYPES[kind]
     params.nthread = threads
-    rc = llama_cpp.llama_model_quantize(str(source).encode(), str(dest).encode(), ctypes.byref(params))
+    # llama-cpp-python routes llama.cpp's per-tensor progress lines to this logger.
+    llama_logger = logging.getLogger("llama-cpp-python")
+    level = llama_logger.level
+    llama_logger.setLevel(logging.ERROR)
+    try:
+        rc = llama_cpp.llama_model_quantize(str(source).encode(), str(dest).encode(), ctypes.byref(params))
+    finally:
+        llama_logger.setLevel(level)
     if rc != 0:
         raise RuntimeError(f"llama_model_quantize failed with status {rc}")
     return dest
@@ -105,13 +114,14 @@ def export_model_dir(weights: Path, directory: Path, name: str, kind: str = "q8_
 
     payload = torch.load(weights, weights_only=False, map_location="cpu")
     directory.mkdir(parents=True, exist_ok=True)
-    f32 = directory / f"{name}.f32.gguf"
-    write_gguf(f32, payload["model"], payload["config"], payload["tokens"], name, licence, description)
     final = directory / f"{name}.gguf"
-    if kind == "f32":
-        f32.replace(final)
-    else:
-        quantize(f32, final, kind)
-        f32.unlink()
+    # The f32 intermediate stays outside the model directory (the runtime loads its first *.gguf).
+    with tempfile.TemporaryDirectory() as scratch:
+        f32 = Path(scratch) / f"{name}.f32.gguf"
+        write_gguf(f32, payload["model"], payload["config"], payload["tokens"], name, licence, description)
+        if kind == "f32":
+            f32.replace(final)
+        else:
+            quantize(f32, final, kind)
     write_tokenizer_json(directory / "tokenizer.json", payload["tokens"])
     return final

@@ -58,7 +58,7 @@ class Annotator:
         from sudachipy import dictionary, tokenizer
 
         self._fugashi = fugashi.Tagger("-d " + unidic_lite.DICDIR)
-        self._sudachi = dictionary.Dictionary(dict="core").create()
+        self._sudachi = dictionary.Dictionary(dict="core").tokenizer()
         self._mode = tokenizer.Tokenizer.SplitMode.A
 
     def fugashi_tokens(self, sentence: str) -> list[Token]:

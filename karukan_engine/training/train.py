@@ -162,7 +162,7 @@ def train(options: TrainOptions, out_dir: Path | None = None, train_pairs: list[
                 progress["batch_index"] = index + 1
                 progress["tokens_seen"] += inputs.numel()
                 window_tokens += inputs.numel()
-                if progress["step"] % 50 == 0:
+                if progress["step"] % 20 == 0:
                     rate = window_tokens / (time.monotonic() - window_start)
                     window_tokens, window_start = 0, time.monotonic()
                     record = {**progress, "minutes": round(progress["elapsed"] / 60, 2),

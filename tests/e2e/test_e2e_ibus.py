@@ -8,7 +8,7 @@ import signal
 from dbus_fast import Message
 from dbus_fast.errors import DBusError
 
-from conftest import engine_pids, eventually, run
+from e2e_support import engine_pids, eventually, karukan, run
 from ime_frontend.app_clients import IBusApp
 from ime_frontend.ibus import gvariant as gv
 
@@ -85,11 +85,8 @@ def test_candidate_click_selects(ibus_desktop):
         candidates = list(app.shown.candidates)
         # What a panel does when the user clicks the second candidate: the daemon's engine proxy
         # calls CandidateClicked on the engine. Here the test calls the engine object directly.
-        (unique,) = (await app.bus.call(Message(
-            destination="org.freedesktop.DBus", path="/org/freedesktop/DBus", interface="org.freedesktop.DBus",
-            member="GetNameOwner", signature="s", body=["org.freedesktop.IBus.Karukan"]))).body
-        engines = [p for p in await _engine_paths(app, unique)]
-        for path in engines:
+        unique, paths = await _engine_objects(app)
+        for path in paths:
             await app.bus.call(Message(destination=unique, path=path, interface="org.freedesktop.IBus.Engine",
                                        member="CandidateClicked", signature="uuu", body=[1, 1, 0]))
         await app.ic("GetEngine")   # a round trip through the daemon: its signals are in
@@ -99,13 +96,17 @@ def test_candidate_click_selects(ibus_desktop):
     run(body())
 
 
-async def _engine_paths(app: IBusApp, unique: str) -> list[str]:
+async def _engine_objects(app: IBusApp) -> tuple[str, list[str]]:
+    """Our engine process's connection on the IBus bus and its engine object paths."""
     import xml.etree.ElementTree as ET
 
+    (unique,) = (await app.bus.call(Message(
+        destination="org.freedesktop.DBus", path="/org/freedesktop/DBus", interface="org.freedesktop.DBus",
+        member="GetNameOwner", signature="s", body=["org.freedesktop.IBus.Karukan"]))).body
     reply = await app.bus.call(Message(destination=unique, path="/org/freedesktop/IBus/Engine",
                                        interface="org.freedesktop.DBus.Introspectable", member="Introspect"))
     nodes = ET.fromstring(reply.body[0]).findall("node")
-    return [f"/org/freedesktop/IBus/Engine/{n.get('name')}" for n in nodes]
+    return unique, [f"/org/freedesktop/IBus/Engine/{n.get('name')}" for n in nodes]
 
 
 def test_input_mode_menu_switches_mode(ibus_desktop):
@@ -183,3 +184,40 @@ async def _handled(app: IBusApp) -> bool:
     except DBusError:
         return False
     return handled and app.shown.preedit.endswith("あ")
+
+
+def test_focus_out_commits_the_composition_once(ibus_desktop):
+    async def body():
+        app = await ready_app(ibus_desktop)
+        await type_text(app, "ka")
+        await app.ic("FocusOut")
+        await app.ic("FocusIn")
+        await app.ic("GetEngine")
+        assert app.shown.commits == ["か"] and app.shown.preedit == ""
+        app.disconnect()
+
+    run(body())
+
+
+def test_doctor_sees_ibus_and_our_engine(ibus_desktop):
+    result = karukan(ibus_desktop, "doctor", check=False)
+    assert "[ok] ibus-daemon: running" in result.stdout, result.stdout
+    assert "[ok] ibus engine: 'karukan' is available" in result.stdout
+    assert "[ok] install (user): ibus component, D-Bus activation, systemd unit" in result.stdout
+
+
+def test_panel_cursor_buttons_move_the_candidate_cursor(ibus_desktop):
+    async def body():
+        app = await ready_app(ibus_desktop)
+        await type_text(app, "kanji")
+        await app.tap(SPACE)
+        candidates = list(app.shown.candidates)
+        unique, paths = await _engine_objects(app)
+        for path in paths:   # what the panel's "next candidate" button does
+            await app.bus.call(Message(destination=unique, path=path, interface="org.freedesktop.IBus.Engine",
+                                       member="CursorDown"))
+        await app.ic("GetEngine")
+        assert app.shown.candidate_cursor == 1 and app.shown.preedit == candidates[1]
+        app.disconnect()
+
+    run(body())

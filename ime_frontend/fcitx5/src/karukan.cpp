@@ -6,6 +6,7 @@
 // re-created on the next key (a ServiceWatcher notices restarts). Password fields never reach
 // the service. Nothing typed is logged.
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -25,6 +26,7 @@
 #include <fcitx/addoninstance.h>
 #include <fcitx/addonmanager.h>
 #include <fcitx/candidatelist.h>
+#include <fcitx/event.h>
 #include <fcitx/inputcontext.h>
 #include <fcitx/inputcontextproperty.h>
 #include <fcitx/inputmethodengine.h>
@@ -44,7 +46,7 @@ constexpr char kService[] = "org.karukan.Engine";
 constexpr char kPath[] = "/org/karukan/Engine";
 constexpr char kInterface[] = "org.karukan.Engine1";
 constexpr uint64_t kDefaultTimeoutUs = 250000;  // a key must never hang the application long
-constexpr char kUnknownContext[] = "org.karukan.Engine1.Error.UnknownContext";
+constexpr auto kBackoff = std::chrono::seconds(2);  // after a timeout, pass keys through this long
 
 // Wire form of a view; see ime_frontend/wire.py.
 using Span = fcitx::dbus::DBusStruct<std::string, uint32_t>;
@@ -145,7 +147,7 @@ public:
         msg << state->id << static_cast<uint32_t>(event.rawKey().sym()) << static_cast<uint32_t>(event.rawKey().code())
             << static_cast<uint32_t>(event.rawKey().states()) << event.isRelease();
         WireView view;
-        if (!finish(msg, state, view)) {
+        if (!finish(ic, msg, state, view)) {
             return;
         }
         apply(ic, view);
@@ -159,8 +161,13 @@ public:
     }
 
     void deactivate(const InputMethodEntry &, InputContextEvent &event) override {
-        simpleCall(event.inputContext(), "FocusOut", true);
-        clearPanel(event.inputContext());
+        auto *ic = event.inputContext();
+        // On focus out fcitx5 (or the client, with ClientUnfocusCommit) already commits a client-side
+        // preedit; committing the engine's copy too would insert it twice.
+        const bool committedByFcitx =
+            event.type() == EventType::InputContextFocusOut && ic->capabilityFlags().test(CapabilityFlag::Preedit);
+        simpleCall(ic, "FocusOut", !committedByFcitx);
+        clearPanel(ic);
     }
 
     void reset(const InputMethodEntry &, InputContextEvent &event) override {
@@ -175,7 +182,7 @@ public:
         auto msg = call("SelectCandidate");
         msg << state->id << static_cast<uint32_t>(index);
         WireView view;
-        if (finish(msg, state, view)) {
+        if (finish(ic, msg, state, view)) {
             apply(ic, view);
         }
     }
@@ -194,13 +201,16 @@ private:
     dbus::Message call(const char *method) { return bus_->createMethodCall(kService, kPath, kInterface, method); }
 
     KarukanState *ensureContext(InputContext *ic) {
+        if (!available()) {
+            return nullptr;
+        }
         auto *state = ic->propertyFor(&factory_);
         if (state->id != 0 && state->generation == generation_) {
             return state;
         }
         auto msg = call("CreateContext");
         msg << std::string("fcitx5:") + ic->program();
-        auto reply = msg.call(timeoutUs_);
+        auto reply = timedCall(msg);
         uint32_t id = 0;
         if (reply.isError() || !(reply >> id) || id == 0) {
             KARUKAN_WARN() << "engine service unavailable (" << reply.errorName() << "); keys pass through";
@@ -212,21 +222,32 @@ private:
         return state;
     }
 
-    // Send a prepared call; on failure forget the context so the next key re-creates it.
-    bool finish(dbus::Message &msg, KarukanState *state, WireView &view) {
-        auto reply = msg.call(timeoutUs_);
-        if (reply.isError()) {
-            const auto name = reply.errorName();
-            KARUKAN_WARN() << "engine call failed: " << name;
-            if (name == kUnknownContext || name == "org.freedesktop.DBus.Error.ServiceUnknown" ||
-                name == "org.freedesktop.DBus.Error.NameHasNoOwner" ||
-                name == "org.freedesktop.DBus.Error.NoReply") {
-                contexts_.erase(state->id);
-                state->id = 0;
-            }
+    // Send a prepared call. On any failure the context is dropped (the next key starts a fresh
+    // one) and the panel cleared: keys that passed through meanwhile made the old composition moot.
+    bool finish(InputContext *ic, dbus::Message &msg, KarukanState *state, WireView &view) {
+        auto reply = timedCall(msg);
+        if (reply.isError() || !(reply >> view)) {
+            KARUKAN_WARN() << "engine call failed: " << reply.errorName();
+            destroyContext(state->id, state->generation);
+            state->id = 0;
+            clearPanel(ic);
             return false;
         }
-        return static_cast<bool>(reply >> view);
+        return true;
+    }
+
+    bool available() const { return std::chrono::steady_clock::now() >= backoffUntil_; }
+
+    dbus::Message timedCall(dbus::Message &msg) {
+        const auto start = std::chrono::steady_clock::now();
+        auto reply = msg.call(timeoutUs_);
+        const auto waited = std::chrono::steady_clock::now() - start;
+        if (reply.isError() && waited >= std::chrono::microseconds(timeoutUs_ * 9 / 10)) {
+            // No answer in time: stop asking for a while so the application stays fluid.
+            backoffUntil_ = std::chrono::steady_clock::now() + kBackoff;
+            KARUKAN_WARN() << "engine service did not answer in time; keys pass through for a while";
+        }
+        return reply;
     }
 
     void simpleCall(InputContext *ic, const char *method, bool commit) {
@@ -240,7 +261,7 @@ private:
         auto msg = call(method);
         msg << state->id;
         WireView view;
-        if (finish(msg, state, view)) {
+        if (finish(ic, msg, state, view)) {
             apply(ic, view, commit);
         }
     }
@@ -320,6 +341,7 @@ private:
     std::unique_ptr<dbus::ServiceWatcherEntry> watcherEntry_;
     std::unique_ptr<dbus::Slot> updates_;
     uint64_t generation_ = 1;
+    std::chrono::steady_clock::time_point backoffUntil_{};
     std::unordered_map<uint32_t, TrackableObjectReference<InputContext>> contexts_;
 };
 

@@ -1,0 +1,66 @@
+"""Helpers for the end-to-end tests (the fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ime_frontend.headless import HeadlessDesktop
+
+TIMEOUT_S = 60
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def need(*programs: str) -> None:
+    missing = [p for p in programs if shutil.which(p) is None]
+    if missing:
+        pytest.skip(f"not installed: {', '.join(missing)} (./dev.sh test installs them)")
+
+
+def karukan(desktop: HeadlessDesktop, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run the `karukan` command inside the private desktop."""
+    main = "import sys; from karukan_engine.cli import main; sys.exit(main(sys.argv[1:]))"
+    result = subprocess.run([sys.executable, "-c", main, *args], env=desktop.env, cwd=PACKAGE_ROOT,
+                            capture_output=True, text=True, timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(f"karukan {' '.join(args)} failed: {result.stderr}")
+    return result
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, TIMEOUT_S))
+
+
+async def eventually(predicate, timeout_s: float = 30.0, interval_s: float = 0.05):
+    """Await predicate() until it is truthy (for state that changes asynchronously, e.g. spawns)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        value = await predicate()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(interval_s)
+
+
+def engine_pids(desktop: HeadlessDesktop, module: str) -> list[int]:
+    """Pids of our own engine processes (children of daemons this desktop started)."""
+    ours = {p.pid for _n, p in desktop._procs}
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            pgid = os.getpgid(int(entry.name))
+        except (OSError, ProcessLookupError):
+            continue
+        if module.encode() in cmdline and pgid in ours:
+            pids.append(int(entry.name))
+    return pids
