@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from karukan_engine.neural.beam import BeamSearcher  # noqa: E402
 from karukan_engine.neural.greedy import GreedySession  # noqa: E402
-from karukan_engine.neural.model import ModelOptions, NeuralModel, load_model  # noqa: E402
+from karukan_engine.neural.model import ModelOptions, NeuralModel, find_gguf, load_model  # noqa: E402
 from karukan_engine.neural.testing import REAL_SHAPES, real_shape, reference_beam, write_model_dir  # noqa: E402
 
 READING = "わたしはあしたとうきょうへいくよていでした"  # 21 kana
@@ -84,6 +84,7 @@ class Bench:
         self.args = args
         self.rows: list[dict] = []
         self.overhead: list[dict] = []
+        self.first_token: list[dict] = []
 
     def add(self, model: str, threads: int, method: str, beam: int, times: list[float], context: bool) -> None:
         # Runs with left context are told apart by a "+ctx" suffix on the model name.
@@ -108,6 +109,22 @@ class Bench:
             def scratch() -> None:
                 session.reset()
                 session.generate(prompt, T, NO_STOP)
+
+            def first_token_typing() -> tuple[list[float], list[float]]:
+                """Time to the first output token per typed kana: from scratch vs the session."""
+                fresh, kept = [], []
+                for p in kana_prompts[1:]:
+                    session.reset()
+                    start = time.perf_counter()
+                    session.generate(p, 1, NO_STOP)
+                    fresh.append((time.perf_counter() - start) * 1000)
+                session.reset()
+                session.generate(kana_prompts[0], 1, NO_STOP)
+                for p in kana_prompts[1:]:
+                    start = time.perf_counter()
+                    session.generate(p, 1, NO_STOP)
+                    kept.append((time.perf_counter() - start) * 1000)
+                return fresh, kept
 
             def typing() -> list[float]:
                 session.reset()
@@ -141,6 +158,9 @@ class Bench:
                         results[("greedy_incremental", 1)] += typing()
                 for (method, beam), times in results.items():
                     self.add(name, threads, method, beam, times, context)
+                fresh, kept = first_token_typing()
+                self.first_token.append({"model": name + ("+ctx" if context else ""), "threads": threads, "from_scratch_median_ms": round(statistics.median(fresh), 3), "session_median_ms": round(statistics.median(kept), 3)})
+                print(f"  time to first token per typed kana: from scratch {statistics.median(fresh):.2f} ms, persistent session {statistics.median(kept):.2f} ms")
                 if not context:
                     self._overhead(name, threads, "greedy", 1, session.context, scratch, args.repeats)
                     for beam in args.beams:
@@ -196,7 +216,7 @@ def main() -> int:
     load_start = round(os.getloadavg()[0], 2)
     print(f"reading: {len(READING)} kana; context: {len(CONTEXT)} chars; {args.tokens} generated tokens per call, EOS ignored; random weights")
     print(f"machine: {platform.machine()} {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f} at start")
-    sources = [(Path(m).stem, Path(m)) for m in args.model] or [(f"{s}-{args.quant}", build_model(s, args.quant, args.cache)) for s in args.shapes.split(",")]
+    sources = [(find_gguf(m).stem, Path(m)) for m in args.model] or [(f"{s}-{args.quant}", build_model(s, args.quant, args.cache)) for s in args.shapes.split(",")]
     bench = Bench(args)
     for name, source in sources:
         for threads in args.threads:
@@ -214,6 +234,7 @@ def main() -> int:
         payload = {
             "rows": bench.rows,
             "python_overhead": bench.overhead,
+            "first_token_per_typed_kana": bench.first_token,
             "notes": {
                 "reading_kana": len(READING),
                 "context_chars": len(CONTEXT),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -67,12 +68,11 @@ def main() -> int:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as home:   # no learning history or user words
-        env = {"XDG_DATA_HOME": home, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+        env = {**os.environ, "XDG_DATA_HOME": home, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
         probe = subprocess.run([sys.executable, "-c", _LOAD_PROBE], env=env, capture_output=True,
                                text=True, check=True)
         load = json.loads(probe.stdout)
 
-        import os
         os.environ["XDG_DATA_HOME"] = home
         from karukan_engine.conversion.types import ConversionRequest
         from karukan_engine.lattice.converter import LatticeConverter

@@ -76,3 +76,11 @@ def test_threads_share_it_safely():
     for th in threads:
         th.join()
     assert len(cache) == 64
+
+
+def test_discard_if_drops_only_matching_entries():
+    cache = ConversionCache(8)
+    for r in ("きょうは", "あした", "きょうと"):
+        cache.put(key(r), r)
+    assert cache.discard_if(lambda k: "きょう" in k.reading) == 2
+    assert len(cache) == 1 and cache.get(key("あした")) == "あした"

@@ -110,7 +110,11 @@ def test_refined_chunks_are_cached_and_shown_by_the_quick_path(fused):
 
 
 def test_learning_beats_the_model_in_live_conversion(fused):
+    fused.live(req("きょう"))
+    fused.live(req("かいぎ"))
     fused.record([("きょう", "京")])
+    readings = {k.reading for k in fused.cache._entries}
+    assert "かいぎ" in readings and "きょう" not in readings   # only what learning changes goes
     assert fused.live(req("きょう")) == "京"
 
 

@@ -138,3 +138,23 @@ def test_a_full_store_evicts_with_slack(tmp_path):
         store.record(f"よみ{i}", f"語{i}")
     assert 18 <= len(store) <= 20
     assert store.lookup("よみ24") == ["語24"] and store.lookup("よみ0") == []
+
+
+def test_concurrent_saves_leave_a_whole_file(tmp_path):
+    import threading
+
+    store = LearningStore(tmp_path / "l.json")
+    for i in range(300):
+        store.record(f"よみ{i}", f"語{i}")
+
+    def save_many():
+        for _ in range(10):
+            assert store.save()
+
+    threads = [threading.Thread(target=save_many) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(LearningStore(tmp_path / "l.json")) == 300
+    assert not list(tmp_path.glob(".l.json.tmp-*"))

@@ -78,7 +78,8 @@ def test_repeated_calls_reuse_context_without_leaking_state(model):
     assert [h.tokens for h in again] == [h.tokens for h in first]
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# derandomize: the same readings every run, so a near-tie in float32 logits cannot make CI flaky
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     reading=st.text(alphabet="アイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモヤユヨラリルレロワンガギグゲゴー", min_size=1, max_size=10),
     beam=st.sampled_from([1, 2, 3, 5]),

@@ -16,7 +16,7 @@ pytest.importorskip("huggingface_hub")
 
 from karukan_engine.neural.download import fetch_entry, is_downloaded
 from karukan_engine.neural.errors import DownloadError
-from karukan_engine.neural.registry import parse_registry, resolve_model
+from karukan_engine.neural.registry import parse_registry
 
 REPO = "someone/tiny-jinen.gguf"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

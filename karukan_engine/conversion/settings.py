@@ -26,9 +26,9 @@ class FusionWeights:
     """
 
     lattice: float = 1.0
-    nll: float = 1.0
+    nll: float = 0.5
     learning: float = 1.0
-    unaligned: float = 1.0
+    unaligned: float = 8.0
 
     def __post_init__(self) -> None:
         if any(v < 0 for v in (self.lattice, self.nll, self.learning, self.unaligned)):

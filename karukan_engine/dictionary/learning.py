@@ -45,6 +45,7 @@ class LearningStore:
         self.path = path if path is not None else default_path()
         self.max_entries = max_entries
         self._lock = threading.Lock()
+        self._save_lock = threading.Lock()   # one save at a time; lookups go on meanwhile
         self._uses: dict[tuple[str, str], _Use] = {}
         self._by_reading: dict[str, set[str]] = {}
         self._tick = 0
@@ -130,7 +131,8 @@ class LearningStore:
             }
         data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         try:
-            write_atomic(self.path, data)
+            with self._save_lock:
+                write_atomic(self.path, data)
         except OSError as exc:
             log.warning("could not save the learning history (%s); the previous copy is kept",
                         exc.strerror or type(exc).__name__)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -20,10 +21,10 @@ def write_atomic(path: Path, data: bytes) -> None:
     """Replace path with data: write a temporary file beside it, fsync, rename, fsync the dir.
 
     On any failure (a full disk, a crash) the old file stays as it was; a temporary file left by
-    a crash is named .<name>.tmp-<pid> and is ignored by readers.
+    a crash is named .<name>.tmp-<pid>-<thread> and is ignored by readers.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
     try:
         with open(tmp, "wb") as stream:
             stream.write(data)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import numpy as np
+
 from karukan_engine.dictionary.learning import LearningStore
 from karukan_engine.dictionary.system import SystemDictionary
 from karukan_engine.dictionary.user_dictionary import UserDictionary
@@ -16,14 +18,22 @@ USER_WORD_COST = 3000
 LEARNED_BONUS = 300
 
 
-def _best_cost(dictionary: SystemDictionary, reading: str) -> int | None:
+def _standalone_cost(dictionary: SystemDictionary, reading: str, pos: int) -> int:
+    """A word cost for (reading, pos) that just beats the best system word of that reading when
+    the reading is converted on its own (sentence start and end connections included)."""
     span = dictionary.key_range(reading)
-    return int(dictionary.cost[span[0]]) if span else None
+    if span is None:
+        return USER_WORD_COST
+    a, b = span
+    matrix = dictionary.matrix
+    best = int((dictionary.cost[a:b].astype(np.int64) + matrix[0, dictionary.lid[a:b]]
+                + matrix[dictionary.rid[a:b], 0]).min())
+    return max(0, best - int(matrix[0, pos]) - int(matrix[pos, 0]) - 1)
 
 
 class UserWordSource:
-    """User words: the POS id of their user POS; cost just under the best system word of the
-    same reading (so they come first on their own, and context still decides in a sentence).
+    """User words: the POS id of their user POS; a cost that puts them just before the best
+    system word of the same reading on its own, while context still decides in a sentence.
     Verbs and adjectives, given in their dictionary form, enter in every conjugated form."""
 
     def __init__(self, user_dictionary: UserDictionary, dictionary: SystemDictionary) -> None:
@@ -51,8 +61,7 @@ class UserWordSource:
         index: dict[str, list[ExtraWord]] = {}
         for word in self.user_dictionary.words:
             for reading, surface, pos in self._forms(word.reading, word.surface, word.pos):
-                best = _best_cost(self.dictionary, reading)
-                cost = USER_WORD_COST if best is None else max(0, best - 1)
+                cost = _standalone_cost(self.dictionary, reading, pos)
                 index.setdefault(reading, []).append(ExtraWord(reading, surface, pos, pos, cost, "user"))
         self._index = index
         self._generation = self.user_dictionary.generation
