@@ -4,7 +4,10 @@
 
 Readings of 5, 10, 20 and 40 kana are cut from Mozc's evaluation sentences. For each we time
   live        best path only (what live conversion needs per key)
-  full        best path + 10-best whole-reading candidates + segments with their alternatives
+  full        best path + 10-best whole-reading candidates + segments (each with its best; the
+              per-segment alternatives are lazy and not read)
+  focused     full + the first segment's alternatives read (what Space shows in a session)
+  all         full + every segment's alternatives read (what an eager converter would compute)
 with the converter's cache cleared before every call, as wall-clock time and as this process's
 CPU time (the fairer figure when other jobs load the machine). Load is measured in a fresh
 process: import + dictionary load + first conversion, and its peak RSS.
@@ -40,6 +43,31 @@ first = time.perf_counter()
 print(json.dumps({"load_s": loaded - started, "first_conversion_s": first - started,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+
+
+def _live(converter, request) -> None:
+    converter.live(request)
+
+
+def _full(converter, request) -> list:
+    converter.candidates(request, 10)
+    segments = converter.convert(request)
+    for segment in segments:
+        segment.best
+    return segments
+
+
+def _focused(converter, request) -> None:
+    segments = _full(converter, request)
+    len(segments[0].candidates)
+
+
+def _all(converter, request) -> None:
+    for segment in _full(converter, request):
+        len(segment.candidates)
+
+
+MEASURES = {"live": _live, "full": _full, "focused": _focused, "all": _all}
 
 
 def readings_by_length(per_length: int = PER_LENGTH) -> dict[int, list[str]]:
@@ -81,37 +109,32 @@ def main() -> int:
         converter.live(ConversionRequest("あ"))   # warm caches (segmenter bits)
         rows = []
         for length, readings in readings_by_length(args.per_length).items():
-            live, full, live_cpu, full_cpu = [], [], [], []
+            wall: dict[str, list[float]] = {name: [] for name in MEASURES}
+            cpu: dict[str, list[float]] = {name: [] for name in MEASURES}
             for _ in range(args.repeats):
                 for reading in readings:
-                    request = ConversionRequest(reading)
-                    converter.clear_cache()
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    converter.live(request)
-                    live.append(time.perf_counter() - t0)
-                    live_cpu.append(time.process_time() - c0)
-                    converter.clear_cache()
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    converter.candidates(request, 10)
-                    converter.convert(request)
-                    full.append(time.perf_counter() - t0)
-                    full_cpu.append(time.process_time() - c0)
-            rows.append({"kana": length, "n": len(live),
-                         "live_median_ms": 1000 * statistics.median(live),
-                         "live_p95_ms": 1000 * percentile(live, 0.95),
-                         "full_median_ms": 1000 * statistics.median(full),
-                         "full_p95_ms": 1000 * percentile(full, 0.95),
-                         "live_cpu_median_ms": 1000 * statistics.median(live_cpu),
-                         "full_cpu_median_ms": 1000 * statistics.median(full_cpu)})
+                    for name, work in MEASURES.items():
+                        converter.clear_cache()
+                        t0, c0 = time.perf_counter(), time.process_time()
+                        work(converter, ConversionRequest(reading))
+                        wall[name].append(time.perf_counter() - t0)
+                        cpu[name].append(time.process_time() - c0)
+            row = {"kana": length, "n": len(wall["live"])}
+            for name in MEASURES:
+                row[f"{name}_median_ms"] = 1000 * statistics.median(wall[name])
+                row[f"{name}_p95_ms"] = 1000 * percentile(wall[name], 0.95)
+                row[f"{name}_cpu_median_ms"] = 1000 * statistics.median(cpu[name])
+            rows.append(row)
 
     print(f"load: {load['load_s'] * 1000:.0f} ms to loaded, {load['first_conversion_s'] * 1000:.0f} ms "
           f"to first conversion, peak RSS {load['peak_rss_mb']:.0f} MB")
-    print(f"{'kana':>5} {'n':>4} {'live med':>9} {'live p95':>9} {'full med':>9} {'full p95':>9} "
-          f"{'live cpu':>9} {'full cpu':>9}  (ms; cpu = median CPU time)")
+    print(f"{'kana':>5} {'n':>4} " + " ".join(f"{name + ' ' + stat:>13}" for name in MEASURES
+                                               for stat in ("med", "p95", "cpu")))
     for row in rows:
-        print(f"{row['kana']:>5} {row['n']:>4} {row['live_median_ms']:>9.2f} {row['live_p95_ms']:>9.2f} "
-              f"{row['full_median_ms']:>9.2f} {row['full_p95_ms']:>9.2f} "
-              f"{row['live_cpu_median_ms']:>9.2f} {row['full_cpu_median_ms']:>9.2f}")
+        print(f"{row['kana']:>5} {row['n']:>4} " + " ".join(
+            f"{row[f'{name}_{key}_ms']:>13.2f}" for name in MEASURES
+            for key in ("median", "p95", "cpu_median")))
+    print("(ms; med/p95 = wall clock, cpu = median CPU time of this process)")
     if args.json:
         args.json.write_text(json.dumps({"load": load, "conversion": rows}, indent=1) + "\n")
     return 0

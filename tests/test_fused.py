@@ -84,8 +84,11 @@ def expected_live(fused, model, reading, context=""):
         lctx = chunk_left_context(context, done, SETTINGS.context_chars)
         if chunk.japanese:
             text = model.greedy(chunk.text, lctx, max_new=fused.max_new_for(chunk.text)).text
+            dictionary = fused.base.live(req(chunk.text, lctx))
             if not text or any(not ch.isprintable() or ch == "\ufffd" for ch in text):
-                text = fused.base.live(req(chunk.text, lctx))
+                text = dictionary
+            elif text != dictionary:
+                text = fused._arbitrate(fused.slots[0], chunk.text, lctx, dictionary, text)
         else:
             text = fused.base.live(req(chunk.text, lctx))
         done.append(text)
@@ -95,6 +98,20 @@ def expected_live(fused, model, reading, context=""):
 def test_live_refined_is_the_model_per_chunk_and_digits_bypass_it(fused, model):
     for reading in READINGS:
         assert fused.live_refined(req(reading, "前")) == expected_live(fused, model, reading, "前")
+
+
+def test_live_text_is_the_models_only_where_the_fused_score_prefers_it(base, model, system):
+    nll_only = replace(SETTINGS, weights=replace(SETTINGS.weights, lattice=0.0, unaligned=0.0, nll=1.0))
+    fused = FusedConverter(base, [ModelSlot(model, "tiny")], nll_only, system)
+    slot = fused.slots[0]
+    for a, b in (("今日", "京"), ("京", "今日"), ("会議", "かいぎ")):
+        reading = "きょう" if a != "会議" else "かいぎ"
+        nll = model.score_many(reading, "", [a, b])
+        assert fused._arbitrate(slot, reading, "", a, b) == (b if nll[1] < nll[0] else a)
+    never = FusedConverter(base, [ModelSlot(model, "tiny")], replace(
+        SETTINGS, weights=replace(SETTINGS.weights, lattice=0.0, unaligned=0.0, nll=0.0)), system)
+    assert never.model_never_wins() and never.live_refined(req("きょう")) is None
+    assert never.live(req("きょう")) == base.live(req("きょう"))
 
 
 def test_refined_chunks_are_cached_and_shown_by_the_quick_path(fused):

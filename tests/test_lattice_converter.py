@@ -24,7 +24,9 @@ def system():
 @pytest.fixture
 def converter(system, tmp_path):
     user = UserDictionary(tmp_path / "user.tsv", pos_names=system.user_pos)
-    return LatticeConverter(system, user, LearningStore(tmp_path / "learning.json"))
+    converter = LatticeConverter(system, user, LearningStore(tmp_path / "learning.json"))
+    yield converter
+    converter.close()
 
 
 def test_implements_the_protocol(converter):
@@ -123,7 +125,9 @@ def test_learning_moves_a_committed_conversion_up(converter):
     converter.record([("きしゃ", "帰社")])
     assert converter.live(request) == "帰社"
     assert converter.convert(request)[0].candidates[0].surface == "帰社"
-    assert converter.learning.path.is_file()
+    assert converter.learning.saves == 0 and converter.learning.dirty   # nothing written on the key
+    assert converter.save() and converter.learning.path.is_file()
+    assert LearningStore(converter.learning.path).lookup("きしゃ") == ["帰社"]
 
 
 def test_multi_word_learned_segment_joins_a_sentence(converter):

@@ -158,3 +158,80 @@ def test_concurrent_saves_leave_a_whole_file(tmp_path):
         thread.join()
     assert len(LearningStore(tmp_path / "l.json")) == 300
     assert not list(tmp_path.glob(".l.json.tmp-*"))
+
+
+# -- debounced saving --------------------------------------------------------------------------------
+
+def test_a_record_writes_nothing_until_close(tmp_path):
+    store = LearningStore(tmp_path / "l.json")   # the default background delay
+    store.record("きしゃ", "帰社")
+    assert store.saves == 0 and store.dirty and not (tmp_path / "l.json").exists()
+    assert store.close()
+    assert store.saves == 1 and not store.dirty
+    assert LearningStore(tmp_path / "l.json").lookup("きしゃ") == ["帰社"]
+    assert store.close() and store.saves == 1   # nothing left to write
+
+
+def test_changes_coalesce_into_one_write(tmp_path):
+    store = LearningStore(tmp_path / "l.json", save_delay=600)
+    for i in range(20):
+        store.record(f"よみ{i}", f"語{i}")
+    store.forget("よみ0", "語0")
+    assert store.saves == 0
+    assert store.flush() and store.saves == 1
+    assert len(LearningStore(tmp_path / "l.json")) == 19
+    store.close()
+
+
+def test_the_background_saver_writes_after_a_quiet_period(tmp_path):
+    import time
+
+    store = LearningStore(tmp_path / "l.json", save_delay=0.01)
+    store.record("きしゃ", "帰社")
+    deadline = time.monotonic() + 30   # a bound against hanging, not a timing assertion
+    while store.saves == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store.saves == 1 and not store.dirty
+    assert LearningStore(tmp_path / "l.json").lookup("きしゃ") == ["帰社"]
+    store.close()
+    assert store.saves == 1
+
+
+def test_steady_changes_still_save_by_the_deadline(tmp_path):
+    import time
+
+    store = LearningStore(tmp_path / "l.json", save_delay=600, max_save_delay=0.01)
+    store.record("きしゃ", "帰社")
+    deadline = time.monotonic() + 30
+    while store.saves == 0 and time.monotonic() < deadline:
+        store.record("きしゃ", "記者")   # keeps postponing the quiet period
+        time.sleep(0.01)
+    assert store.saves >= 1
+    store.close()
+
+
+def test_pending_changes_are_written_when_the_process_exits(tmp_path):
+    _seed(tmp_path)
+    result = _run_child(tmp_path, """
+        assert store.saves == 0
+        sys.exit(0)   # no close(): the exit hook writes
+    """)
+    assert result.returncode == 0, result.stderr
+    assert LearningStore(tmp_path / "l.json").lookup("きしゃ") == ["帰社", "記者"]
+
+
+def test_close_on_a_full_disk_keeps_the_old_file(tmp_path):
+    _seed(tmp_path)
+    before = (tmp_path / "l.json").read_bytes()
+    result = _run_child(tmp_path, """
+        import resource
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        for i in range(200):
+            store.record("よみ%d" % i, "語%d" % i)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+        print(store.close(), store.dirty, store.saves)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "False True 0"
+    assert (tmp_path / "l.json").read_bytes() == before
+    assert not list(tmp_path.glob(".l.json.tmp-*"))

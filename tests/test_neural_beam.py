@@ -73,8 +73,10 @@ def test_public_beam_returns_generations_best_first(model):
 def test_repeated_calls_reuse_context_without_leaking_state(model):
     first = _fast(model, "カンジ", "", 5)
     _fast(model, "キョウハイイテンキデスネ", "前の文", 8)
+    grown = model._beam_searcher().context
     _fast(model, "ア", "", 2)
     again = _fast(model, "カンジ", "", 5)
+    assert model._beam_searcher().context is grown  # smaller searches reuse the grown context
     assert [h.tokens for h in again] == [h.tokens for h in first]
 
 

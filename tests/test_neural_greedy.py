@@ -104,3 +104,27 @@ def test_common_prefix_len():
     assert common_prefix_len([1, 2, 3], [1, 2, 4]) == 2
     assert common_prefix_len([], [1]) == 0
     assert common_prefix_len([1, 2], [1, 2, 3]) == 2
+
+
+def test_threads_decode_concurrently_with_identical_results(model):
+    """One shared llama model, per-thread contexts: concurrent calls give the sequential results."""
+    readings = ["かんじ", "きょうはいいてんき", "こうえん"]
+    expected = {r: (model.greedy(r, "", 6).token_ids, [g.token_ids for g in model.beam(r, "", 3, 6)], model.score_many(r, "", ["漢字", "公園"])) for r in readings}
+    got, errors = {}, []
+
+    def work(reading):
+        try:
+            for _ in range(3):
+                got[reading] = (model.greedy(reading, "", 6).token_ids, [g.token_ids for g in model.beam(reading, "", 3, 6)], model.score_many(reading, "", ["漢字", "公園"]))
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(r,)) for r in readings]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for r in readings:
+        assert got[r][:2] == expected[r][:2]
+        assert got[r][2] == pytest.approx(expected[r][2], abs=1e-4)

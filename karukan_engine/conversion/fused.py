@@ -86,7 +86,7 @@ class FusedConverter:
 
     def live_refined(self, request: ConversionRequest, ctx: JobContext | None = None) -> str | None:
         """The model's text, or None: no model, nothing fits the budget, or superseded."""
-        if not request.reading:
+        if not request.reading or self.model_never_wins():
             return None
         slot = self._slot_for(request, ctx)
         if slot is None:
@@ -131,9 +131,29 @@ class FusedConverter:
         if not slot.last_call_cold():
             # Per call: with the KV cache and the draft, a key costs about the same at any length.
             self.timings.observe(self.greedy_stage(slot), time.perf_counter() - started)
-        if generation is None or not _presentable(generation.text):
-            return self._dictionary_chunk(reading, context)
-        return generation.text
+        dictionary_text = self._dictionary_chunk(reading, context)
+        if generation is None or not _presentable(generation.text) or generation.text == dictionary_text:
+            return dictionary_text
+        return self._arbitrate(slot, reading, context, dictionary_text, generation.text)
+
+    def _arbitrate(self, slot: ModelSlot, reading: str, context: str, dictionary_text: str,
+                   model_text: str) -> str:
+        """The live text of a chunk: the model's only where the fused score prefers it (the same
+        weights as explicit conversion), so a weak model cannot put nonsense in the preedit."""
+        weights = self.settings.weights
+        model = slot.get()
+        nlls = (model.score_many(reading, context, [dictionary_text, model_text])
+                if weights.nll > 0 and model is not None else [None, None])
+        evidence = [Evidence(Candidate(text, source=source), self.path_cost(reading, text), nll)
+                    for text, source, nll in ((dictionary_text, "dictionary", nlls[0]),
+                                              (model_text, MODEL_SOURCE, nlls[1]))]
+        return rank(evidence, len(reading), weights)[0].surface
+
+    def model_never_wins(self) -> bool:
+        """With no lattice, model or alignment weight the model's text can only tie the
+        dictionary's (which then wins): the fitted weights say the model adds nothing live."""
+        weights = self.settings.weights
+        return weights.lattice == weights.nll == weights.unaligned == 0
 
     def max_new_for(self, reading: str) -> int:
         """Token budget of one conversion: a surface is rarely longer than its reading."""

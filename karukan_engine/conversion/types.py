@@ -6,8 +6,12 @@ the caret) into segments (bunsetsu), each covering a span of the reading with ra
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Iterator, Protocol, Sequence, overload, runtime_checkable
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -21,12 +25,91 @@ class Candidate:
     source: str = ""
 
 
+class LazyCandidates(Sequence[Candidate]):
+    """An immutable candidate list whose first (best) candidate is known at once and whose rest
+    is computed on first need, once, under a lock.
+
+    A converter returns every segment, but a frontend shows one segment's list at a time: the
+    others need only their best. `[0]`, `bool()` and taking the first item of an iteration stay
+    cheap; len(), any other index, a slice, equality or iterating past the first compute the
+    rest. `compute` returns the whole list; the head is put first if it is not.
+    """
+
+    __slots__ = ("_head", "_compute", "_items", "_lock")
+
+    def __init__(self, head: Candidate, compute: Callable[[], Sequence[Candidate]]) -> None:
+        self._head = head
+        self._compute: Callable[[], Sequence[Candidate]] | None = compute
+        self._items: tuple[Candidate, ...] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def computed(self) -> bool:
+        """Whether the rest has been computed (for tests and benchmarks)."""
+        return self._items is not None
+
+    def _all(self) -> tuple[Candidate, ...]:
+        items = self._items
+        if items is None:
+            with self._lock:
+                items = self._items
+                if items is None:
+                    assert self._compute is not None
+                    try:
+                        found = tuple(self._compute())
+                    except Exception as exc:  # read late, from a view: never take the keyboard down
+                        log.warning("computing alternative candidates failed: %s", type(exc).__name__)
+                        found = (self._head,)
+                    if not found or found[0] != self._head:
+                        found = (self._head, *(c for c in found if c.surface != self._head.surface))
+                    items = self._items = found
+                    self._compute = None   # let go of what it closed over (a lattice, say)
+        return items
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    @overload
+    def __getitem__(self, index: int) -> Candidate: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Candidate, ...]: ...
+    def __getitem__(self, index: int | slice) -> Candidate | tuple[Candidate, ...]:
+        if isinstance(index, int) and index == 0:
+            return self._head
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[Candidate]:
+        yield self._head
+        yield from self._all()[1:]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyCandidates):
+            return self is other or self._all() == other._all()
+        if isinstance(other, tuple):
+            return self._all() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __repr__(self) -> str:
+        rest = f", +{len(self._items) - 1} more" if self._items is not None else ", …not computed"
+        return f"LazyCandidates({self._head!r}{rest})"
+
+
 @dataclass(frozen=True)
 class Segment:
-    """A span of the reading (hiragana) and its ranked candidates (never empty)."""
+    """A span of the reading (hiragana) and its ranked candidates (never empty).
+
+    candidates is a tuple or a LazyCandidates; read `best` (or `candidates[0]`) when only the
+    first is needed, so a lazy list stays uncomputed.
+    """
 
     reading: str
-    candidates: tuple[Candidate, ...]
+    candidates: Sequence[Candidate]
 
     def __post_init__(self) -> None:
         if not self.candidates:

@@ -4,6 +4,8 @@ Each pair keeps a use count and the tick (a counter of commits) of its last use.
 reading the last used surface comes first (as in Mozc), then the more frequent; the store is
 bounded and evicts by a score that blends recency and frequency.
 It is saved atomically as JSON; a corrupt file is set aside and the store starts empty.
+Changes are saved in the background once they settle (see saver.py), never on the commit itself;
+flush() or close() write at once (shutdown).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from karukan_engine.dictionary.saver import DebouncedSaver
 from karukan_engine.dictionary.storage import data_dir, set_aside, write_atomic
 
 log = logging.getLogger(__name__)
@@ -22,6 +25,10 @@ FORMAT = 1
 DEFAULT_MAX_ENTRIES = 10000
 # One more use counts as much as being this many commits more recent.
 FREQUENCY_WEIGHT = 10
+# Background saves: this long after the last change, and at most this long after the first
+# unsaved one.
+SAVE_DELAY_S = 2.0
+MAX_SAVE_DELAY_S = 30.0
 
 
 def default_path() -> Path:
@@ -41,7 +48,11 @@ class _Use:
 
 
 class LearningStore:
-    def __init__(self, path: Path | None = None, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+    """save_delay: seconds of quiet before a change is saved in the background; None: only
+    explicit save()/flush()/close() write."""
+
+    def __init__(self, path: Path | None = None, max_entries: int = DEFAULT_MAX_ENTRIES,
+                 save_delay: float | None = SAVE_DELAY_S, max_save_delay: float = MAX_SAVE_DELAY_S) -> None:
         self.path = path if path is not None else default_path()
         self.max_entries = max_entries
         self._lock = threading.Lock()
@@ -50,11 +61,20 @@ class LearningStore:
         self._by_reading: dict[str, set[str]] = {}
         self._tick = 0
         self.generation = 0   # bumps on every change so callers can drop caches
+        self._saved_generation = 0
+        self.saves = 0        # files written by this store (tests: no write on the commit path)
+        self._saver = (DebouncedSaver(self._save_if_dirty, save_delay, max_save_delay, "karukan-learning-save")
+                       if save_delay is not None else None)
         self._load()
 
     # -- queries -------------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self._uses)
+
+    @property
+    def dirty(self) -> bool:
+        """Changed since the last successful save (or the load)."""
+        return self.generation != self._saved_generation
 
     @property
     def max_reading_length(self) -> int:
@@ -88,6 +108,7 @@ class LearningStore:
                 use.last = self._tick
             self._evict()
             self.generation += 1
+        self._changed()
 
     def forget(self, reading: str, surface: str) -> bool:
         with self._lock:
@@ -95,13 +116,15 @@ class LearningStore:
                 return False
             self._unindex(reading, surface)
             self.generation += 1
-            return True
+        self._changed()
+        return True
 
     def clear(self) -> None:
         with self._lock:
             self._uses.clear()
             self._by_reading.clear()
             self.generation += 1
+        self._changed()
 
     def _evict(self) -> None:
         excess = len(self._uses) - self.max_entries
@@ -120,24 +143,51 @@ class LearningStore:
                 del self._by_reading[reading]
 
     # -- persistence ---------------------------------------------------------------------------
+    def _changed(self) -> None:
+        if self._saver is not None:
+            self._saver.request()
+
     def save(self) -> bool:
-        """Write the store atomically. False (and a warning) when the disk refuses; the previous
-        file is then untouched and the in-memory store keeps everything."""
-        with self._lock:
-            payload = {
-                "format": FORMAT,
-                "tick": self._tick,
-                "entries": [[r, s, u.count, u.last] for (r, s), u in self._uses.items()],
-            }
-        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        try:
-            with self._save_lock:
+        """Write the store atomically, now. False (and a warning) when the disk refuses; the
+        previous file is then untouched and the in-memory store keeps everything (and stays
+        dirty, so the next save tries again)."""
+        with self._save_lock:   # the snapshot is taken inside: the last write holds the latest
+            with self._lock:
+                generation = self.generation
+                payload = {
+                    "format": FORMAT,
+                    "tick": self._tick,
+                    "entries": [[r, s, u.count, u.last] for (r, s), u in self._uses.items()],
+                }
+            data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            try:
                 write_atomic(self.path, data)
-        except OSError as exc:
-            log.warning("could not save the learning history (%s); the previous copy is kept",
-                        exc.strerror or type(exc).__name__)
-            return False
+            except OSError as exc:
+                log.warning("could not save the learning history (%s); the previous copy is kept",
+                            exc.strerror or type(exc).__name__)
+                return False
+            self._saved_generation = generation
+            self.saves += 1
         return True
+
+    def _save_if_dirty(self) -> bool:
+        return self.save() if self.dirty else True
+
+    def flush(self) -> bool:
+        """Write pending changes now (in this thread). True when everything is on disk."""
+        if self._saver is not None:
+            self._saver.flush()
+        else:
+            self._save_if_dirty()
+        return not self.dirty
+
+    def close(self) -> bool:
+        """Stop the background saver and write pending changes. True when everything is on disk."""
+        if self._saver is not None:
+            self._saver.close()   # joins the thread, then saves in this one
+        else:
+            self._save_if_dirty()
+        return not self.dirty
 
     def _load(self) -> None:
         try:

@@ -3,6 +3,7 @@
 convert(): best path (Viterbi) -> bunsetsu segments (Mozc's segmenter rules, user-fixed
 boundaries kept); each segment's candidates are the N-best spellings of its span inside one
 bunsetsu, between its neighbours on the best path, followed by learned words and variants.
+They are computed lazily (LazyCandidates): a segment costs a search only when its list is read.
 candidates(): N-best whole-reading paths, deduplicated by surface.
 """
 
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
-from karukan_engine.conversion.types import Candidate, ConversionRequest, Segment
+from karukan_engine.conversion.types import Candidate, ConversionRequest, LazyCandidates, Segment
 from karukan_engine.dictionary.learning import LearningStore
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.dictionary.user_dictionary import UserDictionary
@@ -116,13 +118,14 @@ class LatticeConverter:
             return []
         analysis = self._analyse(request)
         found = []
+        seen: set[str] = set()
         for _, path in analysis.space.paths(MAX_EXPANSIONS):
             surface = "".join(analysis.lattice.surface(node) for node in path)
-            sources = {analysis.lattice.source(node) for node in path}
-            source = next((s for s in ("learning", "user") if s in sources), "dictionary")
-            found.append(Candidate(surface, "", source))
-            if len({c.surface for c in found}) >= n:
-                break
+            if surface not in seen:
+                seen.add(surface)
+                found.append(Candidate(surface, "", _source_of(analysis.lattice, path)))
+                if len(found) >= n:
+                    break
         tail = script_variants(request.reading) if len(request.reading) <= 40 else []
         return merge(found, tail, limit=n)
 
@@ -140,6 +143,7 @@ class LatticeConverter:
             [int(space.start[x]) for x in path], [int(space.end[x]) for x in path],
             [int(space.lid[x]) for x in path], [int(space.rid[x]) for x in path],
             self.dictionary.segmenter, len(reading), analysis.cuts)
+        generations = self._generations()
         segments = []
         for lo, hi in spans:
             inner = [x for x in path if lo <= space.start[x] and space.end[x] <= hi]
@@ -149,30 +153,40 @@ class LatticeConverter:
             eos_lid = int(space.lid[after[0]]) if after else 0
             best = Candidate("".join(lattice.surface(x) for x in inner), "",
                              _source_of(lattice, inner))
-            key = (reading[lo:hi], left, eos_lid, best, self._generations())
+            key = (reading[lo:hi], left, eos_lid, best, generations)
             with self._lock:
                 candidates = self._segment_cache.get(key)
                 if candidates is not None:
                     self._segment_cache.move_to_end(key)
-            if candidates is None:
-                candidates = tuple(self._segment_candidates(lattice, lo, hi, left, eos_lid, best))
-                with self._lock:
-                    self._segment_cache[key] = candidates
+                else:
+                    candidates = self._segment_cache[key] = LazyCandidates(
+                        best, partial(self._segment_candidates, lattice, lo, hi, left, eos_lid, best))
                     while len(self._segment_cache) > SEGMENT_CACHE_SIZE:
                         self._segment_cache.popitem(last=False)
             segments.append(Segment(reading[lo:hi], candidates))
         return segments
 
     def record(self, pairs: Sequence[tuple[str, str]], left_context: str = "") -> None:
+        """Learn in memory; the store writes its file in the background (never on this key)."""
         if self.learning is None:
             return
         for reading, surface in pairs:
             self.learning.record(reading, surface)
-        self.learning.save()
+
+    def save(self) -> bool:
+        """Write pending learning now. True when everything is on disk."""
+        return self.learning.flush() if self.learning is not None else True
+
+    def close(self) -> None:
+        """Stop background saving and write what is pending (shutdown)."""
+        if self.learning is not None:
+            self.learning.close()
 
     # -- segment candidates --------------------------------------------------------------------
     def _segment_candidates(self, lattice: Lattice, lo: int, hi: int, left: tuple[tuple[int, int], ...],
                             eos_lid: int, best: Candidate) -> list[Candidate]:
+        """Runs when a segment's list is first read, in whichever thread reads it (the lattice is
+        only read, apart from its surface cache, a dict)."""
         reading = lattice.reading[lo:hi]
         space = SearchSpace(lattice, self.dictionary, lo, hi, eos_lid=eos_lid, inside_segment=True,
                             bos_choices=left)

@@ -99,27 +99,16 @@ class LatticeBuilder:
         d = self.dictionary
         n = len(reading)
         limit = _next_cut_table(n, cuts)
-        starts: list[np.ndarray] = [np.array([0, n])]
-        ends: list[np.ndarray] = [np.array([0, n])]
-        lids: list[np.ndarray] = [np.array([0, 0])]
-        rids: list[np.ndarray] = [np.array([0, 0])]
-        costs: list[np.ndarray] = [np.array([0, 0])]
-        surface_ids: list[np.ndarray] = [np.array([0, 0])]
-        extra_surfaces = {0: "", 1: ""}
-        extra_sources = {0: "bos", 1: "eos"}
-        count_so_far = 2
-
-        def add_one(j: int, surface: str, lid: int, rid: int, cost: int, source: str) -> None:
-            nonlocal count_so_far
-            starts.append(np.array([i]))
-            ends.append(np.array([j]))
-            lids.append(np.array([lid]))
-            rids.append(np.array([rid]))
-            costs.append(np.array([cost]))
-            surface_ids.append(np.array([0]))
-            extra_surfaces[count_so_far] = surface
-            extra_sources[count_so_far] = source
-            count_so_far += 1
+        # Dictionary words as runs of entries (position, end, first entry, count), gathered with
+        # one vectorised index at the end; other nodes one by one. Nodes come out ordered by
+        # position: BOS, EOS, then at each position its dictionary words, extra words, fallbacks.
+        run_start: list[int] = []
+        run_end: list[int] = []
+        run_first: list[int] = []
+        run_count: list[int] = []
+        extra_rows: list[tuple[int, int, int, int, int]] = []   # start, end, lid, rid, cost
+        extra_surfaces: list[str] = []
+        extra_sources: list[str] = []
         covered = np.zeros((n + 1, n + 1), dtype=bool)
         for i in range(n):
             for word in d.prefixes(reading[i:limit[i]]):
@@ -127,34 +116,53 @@ class LatticeBuilder:
                 if span is None:
                     continue
                 a, b = span
-                b = min(b, a + MAX_ENTRIES_PER_READING)
                 j = i + len(word)
-                count = b - a
-                starts.append(np.full(count, i))
-                ends.append(np.full(count, j))
-                lids.append(d.lid[a:b])
-                rids.append(d.rid[a:b])
-                costs.append(d.cost[a:b])
-                surface_ids.append(d.surface_ids[a:b])
-                count_so_far += count
+                run_start.append(i)
+                run_end.append(j)
+                run_first.append(a)
+                run_count.append(min(b - a, MAX_ENTRIES_PER_READING))
                 covered[i, j] = True
             for source in self.sources:
                 for extra in source.words_at(reading, i):
                     j = i + len(extra.reading)
                     if j <= limit[i]:
-                        add_one(j, extra.surface, extra.lid, extra.rid, extra.cost, extra.source)
+                        extra_rows.append((i, j, extra.lid, extra.rid, extra.cost))
+                        extra_surfaces.append(extra.surface)
+                        extra_sources.append(extra.source)
             for j, surface, pos, cost in self._fallbacks(reading, i, limit[i], covered):
-                add_one(j, surface, pos, pos, cost, "fallback")
+                extra_rows.append((i, j, pos, pos, cost))
+                extra_surfaces.append(surface)
+                extra_sources.append("fallback")
+
+        counts = np.array(run_count, dtype=np.int64)
+        run_offsets = np.cumsum(counts) - counts
+        entries = np.arange(int(counts.sum())) + np.repeat(np.array(run_first, dtype=np.int64) - run_offsets,
+                                                           counts)
+        extra = np.array(extra_rows, dtype=np.int64).reshape(-1, 5)
+        k = entries.size
+        # stable sort by position: each position's dictionary words stay before its other nodes
+        order = np.argsort(np.concatenate([np.repeat(np.array(run_start, dtype=np.int64), counts),
+                                           extra[:, 0]]), kind="stable")
+
+        def column(bos_eos: tuple[int, int], words: np.ndarray, others: np.ndarray, dtype) -> np.ndarray:
+            return np.concatenate([np.array(bos_eos, dtype=dtype),
+                                   np.concatenate([words.astype(dtype), others.astype(dtype)])[order]])
+
+        no_surface = np.zeros(len(extra_rows), dtype=np.int32)   # extras keep their text aside
+        # node number of every extra node after sorting, to key its surface and source
+        position_of = np.empty(order.size, dtype=np.int64)
+        position_of[order] = np.arange(order.size) + 2
+        extra_nodes = position_of[k:].tolist()
         return Lattice(
             reading=reading,
-            start=np.concatenate(starts).astype(np.int32),
-            end=np.concatenate(ends).astype(np.int32),
-            lid=np.concatenate(lids).astype(np.int32),
-            rid=np.concatenate(rids).astype(np.int32),
-            cost=np.concatenate(costs).astype(np.int64),
-            surface_id=np.concatenate(surface_ids).astype(np.int32),
-            _extra_surfaces=extra_surfaces,
-            _extra_sources=extra_sources,
+            start=column((0, n), np.repeat(np.array(run_start, dtype=np.int32), counts), extra[:, 0], np.int32),
+            end=column((0, n), np.repeat(np.array(run_end, dtype=np.int32), counts), extra[:, 1], np.int32),
+            lid=column((0, 0), d.lid[entries], extra[:, 2], np.int32),
+            rid=column((0, 0), d.rid[entries], extra[:, 3], np.int32),
+            cost=column((0, 0), d.cost[entries], extra[:, 4], np.int64),
+            surface_id=column((0, 0), d.surface_ids[entries], no_surface, np.int32),
+            _extra_surfaces={0: "", 1: "", **dict(zip(extra_nodes, extra_surfaces))},
+            _extra_sources={0: "bos", 1: "eos", **dict(zip(extra_nodes, extra_sources))},
             _decode=d.surface,
         )
 

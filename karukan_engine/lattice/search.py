@@ -22,6 +22,7 @@ from karukan_engine.lattice.lattice import Lattice
 INF = 1 << 50
 BOS, EOS = 0, 1
 _BOS_ONLY = np.array([BOS])
+_ZERO = np.zeros(1, dtype=np.int64)
 
 
 @dataclass
@@ -72,35 +73,35 @@ class SearchSpace:
         matrix = self.dictionary.matrix
         return (matrix[self._bos_rids[:, None], lids[None, :]] + self._bos_costs[:, None]).min(axis=0)
 
-    # -- transitions -------------------------------------------------------------------------
-    def _transition(self, rids: np.ndarray, lids: np.ndarray, position: int, to_eos: bool) -> np.ndarray:
-        """Connection costs [len(rids), len(lids)], INF where the transition is forbidden."""
-        rows, columns = rids[:, None], lids[None, :]
-        costs = self.dictionary.matrix[rows, columns].astype(np.int64)
-        if self.inside_segment and position != self.lo and not to_eos:
-            costs[self.dictionary.segmenter[rows, columns]] = INF
-        return costs
-
     def _index(self) -> None:
         """Group the member nodes once: by (start, lid) for the nodes leaving a position and by
-        (end, rid) for the nodes arriving at one, since a transition depends only on (rid, lid)."""
+        (end, rid) for the nodes arriving at one, since a transition depends only on (rid, lid).
+        Per-position bounds are kept as Python lists: the forward loop reads them one by one."""
         m = self.members
         positions = np.arange(self.lo, self.hi + 2)
         by_start = m[np.lexsort((self.lid[m], self.start[m]))]
         key = self.start[by_start].astype(np.int64) * 65536 + self.lid[by_start]
         new_group = np.ones(key.size, dtype=bool)
         new_group[1:] = key[1:] != key[:-1]
+        start_bounds = np.searchsorted(self.start[by_start], positions)
+        groups_before = np.concatenate(([0], np.cumsum(new_group)))
         self._by_start = by_start
-        self._start_bounds = np.searchsorted(self.start[by_start], positions)
-        self._start_group = np.cumsum(new_group) - 1      # lid group of each node
+        self._start_bounds = start_bounds.tolist()
+        self._start_group_bounds = groups_before[start_bounds].tolist()   # lid groups per position
+        self._start_group = groups_before[1:] - 1                         # lid group of each node
         self._start_group_lid = self.lid[by_start][new_group]
+        self._start_cost = self.cost[by_start]
         by_end = m[np.lexsort((self.rid[m], self.end[m]))]
         key = self.end[by_end].astype(np.int64) * 65536 + self.rid[by_end]
         new_group = np.ones(key.size, dtype=bool)
         new_group[1:] = key[1:] != key[:-1]
+        end_bounds = np.searchsorted(self.end[by_end], positions)
+        group_starts = np.flatnonzero(new_group)
         self._by_end = by_end
-        self._end_bounds = np.searchsorted(self.end[by_end], positions)
-        self._end_group_starts = np.flatnonzero(new_group)
+        self._end_bounds = end_bounds.tolist()
+        self._end_group_bounds = np.searchsorted(group_starts, end_bounds).tolist()
+        # where each rid group starts, relative to the first node arriving at its position
+        self._end_group_offsets = group_starts - end_bounds[self.end[by_end[group_starts]] - self.lo]
         self._end_group_rid = self.rid[by_end][new_group]
 
     def _ending(self, position: int) -> np.ndarray:
@@ -111,34 +112,41 @@ class SearchSpace:
         return self._by_end[self._end_bounds[i]:self._end_bounds[i + 1]]
 
     def _forward(self) -> None:
-        self.alpha = np.full(len(self.lattice), INF, dtype=np.int64)
-        self.alpha[BOS] = 0
-        group_starts, group_rid = self._end_group_starts, self._end_group_rid
-        for p in range(self.lo, self.hi + 1):
-            i = p - self.lo
-            if p == self.hi:
-                nodes = np.array([EOS])
-                ulid, inverse = self.lid[nodes], np.zeros(1, dtype=np.int64)
+        alpha = self.alpha = np.full(len(self.lattice), INF, dtype=np.int64)
+        alpha[BOS] = 0
+        matrix = self.dictionary.matrix
+        segmenter = self.dictionary.segmenter if self.inside_segment else None
+        start_bounds, start_groups = self._start_bounds, self._start_group_bounds
+        end_bounds, end_groups = self._end_bounds, self._end_group_bounds
+        eos = np.array([EOS])
+        for i in range(self.hi - self.lo + 1):
+            if i == self.hi - self.lo:
+                nodes, ulid, inverse, cost = eos, self.lid[eos], _ZERO, self.cost[eos]
             else:
-                a, b = self._start_bounds[i], self._start_bounds[i + 1]
+                a, b = start_bounds[i], start_bounds[i + 1]
                 if a == b:
                     continue
                 nodes = self._by_start[a:b]
-                g0 = self._start_group[a]
-                ulid = self._start_group_lid[g0:self._start_group[b - 1] + 1]
+                g0 = start_groups[i]
+                ulid = self._start_group_lid[g0:start_groups[i + 1]]
                 inverse = self._start_group[a:b] - g0
-            if p == self.lo:
+                cost = self._start_cost[a:b]
+            if i == 0:
                 best = self._from_start(ulid)
             else:
-                a, b = self._end_bounds[i], self._end_bounds[i + 1]
+                a, b = end_bounds[i], end_bounds[i + 1]
                 if a == b:
                     continue
-                # cheapest arrival per right POS id
-                first, last = np.searchsorted(group_starts, (a, b))
-                urid = group_rid[first:last]
-                ubest = np.minimum.reduceat(self.alpha[self._by_end[a:b]], group_starts[first:last] - a)
-                best = (self._transition(urid, ulid, p, p == self.hi) + ubest[:, None]).min(axis=0)
-            self.alpha[nodes] = np.minimum(best[inverse] + self.cost[nodes], INF)
+                # cheapest arrival per right POS id, then the cheapest way into each left id
+                first, last = end_groups[i], end_groups[i + 1]
+                urid = self._end_group_rid[first:last]
+                ubest = np.minimum.reduceat(alpha[self._by_end[a:b]], self._end_group_offsets[first:last])
+                rows = urid[:, None]
+                scores = matrix[rows, ulid] + ubest[:, None]
+                if segmenter is not None and nodes is not eos:
+                    scores[segmenter[rows, ulid]] = INF
+                best = scores.min(axis=0)
+            alpha[nodes] = np.minimum(best[inverse] + cost, INF)
 
     # -- results -----------------------------------------------------------------------------
     @property

@@ -111,6 +111,7 @@ class BeamSearcher:
         if self._ctx is not None and self._ctx.size.covers(size):
             return self._ctx
         if self._ctx is not None:
+            size = self._ctx.size.union(size)
             self._ctx.free()
             self._ctx = None
         self._ctx = LlamaContext(self._model, size, self._n_threads)

@@ -39,6 +39,7 @@ class NllScorer:
         if self._ctx is not None and self._ctx.size.covers(size):
             return self._ctx
         if self._ctx is not None:
+            size = self._ctx.size.union(size)
             self._ctx.free()
             self._ctx = None
         cells = 256

@@ -176,6 +176,10 @@ class ContextSize:
     def covers(self, other: "ContextSize") -> bool:
         return self.n_ctx >= other.n_ctx and self.n_batch >= other.n_batch and self.n_seq_max >= other.n_seq_max
 
+    def union(self, other: "ContextSize") -> "ContextSize":
+        """Big enough for both (a grown context never shrinks back and forth)."""
+        return ContextSize(max(self.n_ctx, other.n_ctx), max(self.n_batch, other.n_batch), max(self.n_seq_max, other.n_seq_max))
+
 
 class LlamaContext:
     """One llama.cpp context with a unified KV cache and a reusable batch.

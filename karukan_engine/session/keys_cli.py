@@ -132,4 +132,7 @@ def run(args: argparse.Namespace) -> int:
         for line in format_view(view):
             out.write(line + "\n")
     out.flush()
+    close = getattr(converter, "close", None)
+    if callable(close):   # writes learning that is saved in the background
+        close()
     return 0

@@ -10,14 +10,36 @@ from karukan_engine.conversion.types import Candidate, Segment
 TRANSLITERATION = "transliteration"   # Candidate.source of F6–F10 results: never learned
 
 
-@dataclass
 class SegmentChoice:
-    reading: str
-    candidates: list[Candidate]
-    index: int = 0
+    """A segment's candidates and the one chosen.
+
+    Made from a converter's Segment, the list is built on first use: only the focused segment's
+    list is shown, the others need their first candidate alone (a converter may compute the rest
+    lazily, see LazyCandidates).
+    """
+
+    def __init__(self, reading: str, candidates: list[Candidate] | None = None, index: int = 0,
+                 segment: Segment | None = None) -> None:
+        if candidates is None and segment is None:
+            raise ValueError("a segment choice needs candidates or a segment")
+        self.reading = reading
+        self.index = index
+        self._candidates = candidates
+        self._segment = segment
+
+    @property
+    def candidates(self) -> list[Candidate]:
+        if self._candidates is None:
+            assert self._segment is not None
+            self._candidates = _candidate_list(self._segment)
+            self._segment = None
+        return self._candidates
 
     @property
     def chosen(self) -> Candidate:
+        if self._candidates is None and self.index == 0 and self._segment is not None \
+                and self._segment.best.surface:
+            return self._segment.best   # what the built list would start with
         return self.candidates[self.index]
 
     def choose_surface(self, surface: str, annotation: str = "", source: str = "") -> None:
@@ -113,6 +135,10 @@ class Conversion:
 
 
 def _choice(segment: Segment) -> SegmentChoice:
+    return SegmentChoice(segment.reading, segment=segment)
+
+
+def _candidate_list(segment: Segment) -> list[Candidate]:
     """The converter's candidates, then the kana variants Mozc always offers at the end."""
     candidates: list[Candidate] = []
     seen: set[str] = set()
@@ -120,4 +146,4 @@ def _choice(segment: Segment) -> SegmentChoice:
         if cand.surface and cand.surface not in seen:
             seen.add(cand.surface)
             candidates.append(cand)
-    return SegmentChoice(segment.reading, candidates)
+    return candidates

@@ -1,0 +1,81 @@
+"""Debounced saving: write user data in a background thread once changes have settled.
+
+A commit must not wait for a file write (an fsync can take tens of milliseconds), so the store
+asks for a save and goes on; the saver writes after `delay` seconds without a new request (or at
+the latest `max_delay` seconds after the first unsaved one, so steady typing still saves), and at
+once on flush()/close(). An exit hook flushes whatever is pending when the process ends without
+close().
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+from typing import Callable
+
+log = logging.getLogger(__name__)
+
+
+class DebouncedSaver:
+    """Runs `save` (which should write only what changed) in a background thread, debounced."""
+
+    def __init__(self, save: Callable[[], object], delay: float, max_delay: float, name: str = "karukan-saver") -> None:
+        self._save = save
+        self.delay = delay
+        self.max_delay = max(delay, max_delay)
+        self.name = name
+        self._cond = threading.Condition()
+        self._due: float | None = None          # when the pending save runs; None: nothing pending
+        self._deadline: float | None = None     # the latest it may run (first request + max_delay)
+        self._thread: threading.Thread | None = None   # the running saver; any other one stops
+
+    @property
+    def pending(self) -> bool:
+        return self._due is not None
+
+    def request(self) -> None:
+        """Save soon, in the background."""
+        with self._cond:
+            now = time.monotonic()
+            if self._deadline is None:
+                self._deadline = now + self.max_delay
+            self._due = min(now + self.delay, self._deadline)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+                atexit.register(self.close)
+            self._cond.notify_all()
+
+    def flush(self) -> None:
+        """Save now, in the caller's thread (the save itself decides whether anything changed)."""
+        with self._cond:
+            self._due = self._deadline = None
+        self._save()
+
+    def close(self) -> None:
+        """Stop the background thread, then flush. Safe to call more than once."""
+        with self._cond:
+            thread, self._thread = self._thread, None
+            self._cond.notify_all()
+        if thread is not None:
+            atexit.unregister(self.close)
+            if thread is not threading.current_thread():
+                thread.join()
+        self.flush()
+
+    def _run(self) -> None:
+        me = threading.current_thread()
+        while True:
+            with self._cond:
+                while self._thread is me and (self._due is None or self._due > time.monotonic()):
+                    timeout = None if self._due is None else self._due - time.monotonic()
+                    self._cond.wait(timeout)
+                if self._thread is not me:
+                    return
+                self._due = self._deadline = None
+            try:
+                self._save()
+            except Exception:  # a background thread has no caller to tell: log and go on
+                log.exception("background save failed")
