@@ -10,7 +10,8 @@ Readings of 5, 10, 20 and 40 kana are cut from Mozc's evaluation sentences. For 
   all         full + every segment's alternatives read (what an eager converter would compute)
 with the converter's cache cleared before every call, as wall-clock time and as this process's
 CPU time (the fairer figure when other jobs load the machine). Load is measured in a fresh
-process: import + dictionary load + first conversion, and its peak RSS.
+process: import + dictionary load + first conversion, and its peak RSS. Last, the cost of
+learning a commit (record(), on the Return key) and of the file write the background saver does.
 """
 
 from __future__ import annotations
@@ -126,6 +127,21 @@ def main() -> int:
                 row[f"{name}_cpu_median_ms"] = 1000 * statistics.median(cpu[name])
             rows.append(row)
 
+        # Return: learning a commit (memory only) vs the file write the background saver does
+        record, save = [], []
+        for reading in readings_by_length(args.per_length)[10]:
+            pair = (reading, converter.live(ConversionRequest(reading)))
+            t0 = time.perf_counter()
+            converter.record([pair])
+            record.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            converter.save()
+            save.append(time.perf_counter() - t0)
+        learning = {"record_median_ms": 1000 * statistics.median(record),
+                    "save_median_ms": 1000 * statistics.median(save),
+                    "files_written": converter.learning.saves}
+        converter.close()
+
     print(f"load: {load['load_s'] * 1000:.0f} ms to loaded, {load['first_conversion_s'] * 1000:.0f} ms "
           f"to first conversion, peak RSS {load['peak_rss_mb']:.0f} MB")
     print(f"{'kana':>5} {'n':>4} " + " ".join(f"{name + ' ' + stat:>13}" for name in MEASURES
@@ -135,8 +151,10 @@ def main() -> int:
             f"{row[f'{name}_{key}_ms']:>13.2f}" for name in MEASURES
             for key in ("median", "p95", "cpu_median")))
     print("(ms; med/p95 = wall clock, cpu = median CPU time of this process)")
+    print(f"learning: record() {learning['record_median_ms']:.3f} ms median (memory only); "
+          f"the file write it no longer waits for {learning['save_median_ms']:.1f} ms median")
     if args.json:
-        args.json.write_text(json.dumps({"load": load, "conversion": rows}, indent=1) + "\n")
+        args.json.write_text(json.dumps({"load": load, "conversion": rows, "learning": learning}, indent=1) + "\n")
     return 0
 
 

@@ -184,4 +184,34 @@ def test_benchmark_script_runs_and_writes_json(tmp_path):
     report = json.loads(out.read_text())
     assert [row["kana"] for row in report["conversion"]] == [5, 10, 20, 40]
     assert all(row["n"] == 2 and row["full_median_ms"] > 0 for row in report["conversion"])
+    assert all(row["focused_cpu_median_ms"] > 0 and row["all_p95_ms"] > 0 for row in report["conversion"])
     assert report["load"]["peak_rss_mb"] > 0
+    assert report["learning"]["record_median_ms"] > 0 and report["learning"]["files_written"] == 2
+
+
+def test_return_in_a_session_learns_without_writing_and_close_persists(converter):
+    from karukan_engine.session import Session
+    from karukan_engine.session.keys_cli import parse_keys
+
+    session = Session(converter)
+    for _, keysym, mods in parse_keys("kisha<space><space><return>"):
+        view = session.process_key(keysym, mods)
+    assert view.commit and converter.learning.lookup("きしゃ") == [view.commit]
+    assert converter.learning.saves == 0 and not converter.learning.path.exists()
+    converter.close()
+    assert LearningStore(converter.learning.path).lookup("きしゃ") == [view.commit]
+
+
+def test_keys_cli_writes_the_learning_before_it_exits(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-m", "karukan_engine.cli", "keys", "--no-model",
+                             "kyouhaiitenkidesune<space><return>"],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "commit: 今日はいい天気ですね" in result.stdout
+    learned = LearningStore(tmp_path / "karukan" / "learning.json", save_delay=None)
+    assert learned.lookup("きょうは") == ["今日は"]

@@ -235,3 +235,19 @@ def test_close_on_a_full_disk_keeps_the_old_file(tmp_path):
     assert result.stdout.splitlines()[0] == "False True 0"
     assert (tmp_path / "l.json").read_bytes() == before
     assert not list(tmp_path.glob(".l.json.tmp-*"))
+
+
+def test_the_saver_thread_ends_when_nothing_is_pending(tmp_path):
+    import threading
+    import time
+
+    store = LearningStore(tmp_path / "l.json", save_delay=0.01)
+    store.record("きしゃ", "帰社")
+    deadline = time.monotonic() + 30
+    while any(t.name == "karukan-learning-save" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store.saves == 1
+    assert not any(t.name == "karukan-learning-save" for t in threading.enumerate())
+    store.record("きしゃ", "記者")   # a new change starts a new thread
+    assert store.close() and store.saves == 2
+    assert LearningStore(tmp_path / "l.json").lookup("きしゃ") == ["記者", "帰社"]

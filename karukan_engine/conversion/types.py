@@ -32,7 +32,7 @@ class LazyCandidates(Sequence[Candidate]):
     A converter returns every segment, but a frontend shows one segment's list at a time: the
     others need only their best. `[0]`, `bool()` and taking the first item of an iteration stay
     cheap; len(), any other index, a slice, equality or iterating past the first compute the
-    rest. `compute` returns the whole list; the head is put first if it is not.
+    rest. `compute` returns the whole list; the head comes first and once, whatever it returns.
     """
 
     __slots__ = ("_head", "_compute", "_items", "_lock")
@@ -60,9 +60,7 @@ class LazyCandidates(Sequence[Candidate]):
                     except Exception as exc:  # read late, from a view: never take the keyboard down
                         log.warning("computing alternative candidates failed: %s", type(exc).__name__)
                         found = (self._head,)
-                    if not found or found[0] != self._head:
-                        found = (self._head, *(c for c in found if c.surface != self._head.surface))
-                    items = self._items = found
+                    items = self._items = (self._head, *(c for c in found if c.surface != self._head.surface))
                     self._compute = None   # let go of what it closed over (a lattice, say)
         return items
 

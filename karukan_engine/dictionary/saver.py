@@ -24,12 +24,13 @@ class DebouncedSaver:
     def __init__(self, save: Callable[[], object], delay: float, max_delay: float, name: str = "karukan-saver") -> None:
         self._save = save
         self.delay = delay
-        self.max_delay = max(delay, max_delay)
+        self.max_delay = max_delay
         self.name = name
         self._cond = threading.Condition()
         self._due: float | None = None          # when the pending save runs; None: nothing pending
         self._deadline: float | None = None     # the latest it may run (first request + max_delay)
-        self._thread: threading.Thread | None = None   # the running saver; any other one stops
+        # the saver thread while a save is pending; a thread that is no longer this one ends
+        self._thread: threading.Thread | None = None
 
     @property
     def pending(self) -> bool:
@@ -58,21 +59,25 @@ class DebouncedSaver:
         """Stop the background thread, then flush. Safe to call more than once."""
         with self._cond:
             thread, self._thread = self._thread, None
+            if thread is not None:
+                atexit.unregister(self.close)
             self._cond.notify_all()
-        if thread is not None:
-            atexit.unregister(self.close)
-            if thread is not threading.current_thread():
-                thread.join()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
         self.flush()
 
     def _run(self) -> None:
+        """Wait for the pending save to fall due, save, and end when nothing more is pending."""
         me = threading.current_thread()
         while True:
             with self._cond:
-                while self._thread is me and (self._due is None or self._due > time.monotonic()):
-                    timeout = None if self._due is None else self._due - time.monotonic()
-                    self._cond.wait(timeout)
+                while self._thread is me and self._due is not None and self._due > time.monotonic():
+                    self._cond.wait(self._due - time.monotonic())
                 if self._thread is not me:
+                    return
+                if self._due is None:   # saved (or flushed by someone else): the thread ends
+                    self._thread = None
+                    atexit.unregister(self.close)
                     return
                 self._due = self._deadline = None
             try:
