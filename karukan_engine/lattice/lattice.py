@@ -136,10 +136,10 @@ class LatticeBuilder:
 
         counts = np.array(run_count, dtype=np.int64)
         run_offsets = np.cumsum(counts) - counts
+        # entry indices of all runs, run after run: first + 0, first + 1, ... for each run
         entries = np.arange(int(counts.sum())) + np.repeat(np.array(run_first, dtype=np.int64) - run_offsets,
                                                            counts)
         extra = np.array(extra_rows, dtype=np.int64).reshape(-1, 5)
-        k = entries.size
         # stable sort by position: each position's dictionary words stay before its other nodes
         order = np.argsort(np.concatenate([np.repeat(np.array(run_start, dtype=np.int64), counts),
                                            extra[:, 0]]), kind="stable")
@@ -152,7 +152,7 @@ class LatticeBuilder:
         # node number of every extra node after sorting, to key its surface and source
         position_of = np.empty(order.size, dtype=np.int64)
         position_of[order] = np.arange(order.size) + 2
-        extra_nodes = position_of[k:].tolist()
+        extra_nodes = position_of[entries.size:].tolist()
         return Lattice(
             reading=reading,
             start=column((0, n), np.repeat(np.array(run_start, dtype=np.int32), counts), extra[:, 0], np.int32),
