@@ -103,3 +103,13 @@ def test_settings_from_the_config_file(tmp_path):
     path.write_text("[conversion]\nbeam = 3\n", encoding="utf-8")
     with pytest.raises(ConfigError):
         ConversionSettings.from_config(path)
+
+
+def test_fitted_weights_apply_only_when_none_are_configured():
+    from karukan_engine.conversion.settings import FITTED_WEIGHTS
+
+    default = ConversionSettings()
+    assert default.for_model("karukan-bundled").weights == FITTED_WEIGHTS["karukan-bundled"]
+    assert default.for_model("some-other-model") is default
+    configured = ConversionSettings.from_mapping({"weights": {"nll": 3.0}})
+    assert configured.for_model("karukan-bundled") is configured

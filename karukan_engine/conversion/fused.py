@@ -346,12 +346,13 @@ def build_fused_converter(base: Converter, options) -> Converter:
     except ImportError:
         return base
     try:
-        resolve_model(options.model_id)  # fails fast (no thread) when the model is not installed
+        resolved = resolve_model(options.model_id)  # fails fast (no thread) when not installed
     except NeuralError as exc:
         log.info("no model for the fused converter (%s); dictionary only", type(exc).__name__)
         return base
-    model_id = options.model_id or "default"
+    model_id = resolved.entry.id if resolved.entry is not None else (options.model_id or "default")
     settings = getattr(options, "conversion", None) or ConversionSettings.from_config()
+    settings = settings.for_model(model_id)
     slots = [ModelSlot(load_in_background(options.model_id) if options.model_id else _load_default(), model_id)]
     if settings.light_model:
         # A light model is optional: if it fails to load, its slot simply stays empty.

@@ -35,6 +35,15 @@ class FusionWeights:
             raise ValueError("fusion weights must not be negative")
 
 
+# Weights fitted for a model by `examples/fused_quality.py --fit` (even rows of the dev sets),
+# used when the config sets no [conversion.weights]. Models not listed get FusionWeights().
+# karukan-bundled: every grid point with any weight on the model ranked worse than or equal to the
+# lattice alone on the fit rows (see docs/conversion.md), so it gets no say in the ranking.
+FITTED_WEIGHTS: dict[str, FusionWeights] = {
+    "karukan-bundled": FusionWeights(lattice=0.0, nll=0.0, learning=1.0, unaligned=0.0),
+}
+
+
 @dataclass(frozen=True)
 class ConversionSettings:
     live_budget_ms: float = 50.0      # per live update, key to refined preedit
@@ -61,6 +70,12 @@ class ConversionSettings:
         if self.workers < 1 or self.cache_capacity < 1 or self.verify_rounds < 0:
             raise ValueError("conversion settings must be positive")
         ChunkLimits(self.chunk_chars, self.chunk_symbols, self.chunk_digits)  # validates
+
+    def for_model(self, model_id: str | None) -> "ConversionSettings":
+        """These settings with the weights fitted for `model_id` when none were configured."""
+        if self.weights != FusionWeights() or model_id not in FITTED_WEIGHTS:
+            return self
+        return replace(self, weights=FITTED_WEIGHTS[model_id])
 
     @property
     def chunk_limits(self) -> ChunkLimits:
