@@ -2,8 +2,9 @@
 
 Readings from the dev set are typed kana by kana; for every prefix the model converts the
 reading. Every method generates exactly --tokens tokens (stop tokens ignored), so the work is
-the same and the timings compare; the model has random weights in a real model's shape (speed
-does not depend on the weights). Methods:
+the same and the timings compare. The model has random weights in a real model's shape (speed
+does not depend on the weights), or is a real one (--model), whose drafts agree as real ones do.
+Methods:
 
   plain        GreedySession: KV reuse of the common prefix, one llama_decode per output token
   speculative  the previous key's output as the draft (what live conversion does)
@@ -45,18 +46,30 @@ def percentile(values, q):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", default="gpt2-26m", help="real model shape (random weights)")
+    parser.add_argument("--model", help="a models.toml id or GGUF path instead (real weights)")
     parser.add_argument("--sentences", type=int, default=8)
-    parser.add_argument("--tokens", type=int, default=12, help="tokens generated per key")
+    parser.add_argument("--tokens", type=int, default=12,
+                        help="tokens generated per key, stop tokens ignored (random weights); "
+                             "0 with --model: stop where the model stops (both methods produce the "
+                             "same tokens, so the work stays equal)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
     readings = [it.reading for it in load_items(DEV_SET) if 8 <= len(it.reading) <= 24][:: 7][: args.sentences]
-    with tempfile.TemporaryDirectory(prefix="karukan-spec-") as tmp:
-        write_model_dir(Path(tmp), real_shape(args.shape))
-        model = load_model(Path(tmp), ModelOptions(n_threads=args.threads))
+    if args.model:
+        from karukan_engine.neural.registry import load_model_by_id_or_path
+
+        model = load_model_by_id_or_path(args.model, ModelOptions(n_threads=args.threads))
+        name = f"{args.model} (real weights)"
+    else:
+        with tempfile.TemporaryDirectory(prefix="karukan-spec-") as tmp:
+            write_model_dir(Path(tmp), real_shape(args.shape))
+            model = load_model(Path(tmp), ModelOptions(n_threads=args.threads))
+        name = f"{args.shape} (random weights)"
     rng = random.Random(0)
-    none: frozenset[int] = frozenset()
+    natural = bool(args.model) and args.tokens == 0
+    none: frozenset[int] = model.stop_ids if natural else frozenset()
     plain = GreedySession(model.llama, args.threads)
     spec = SpeculativeGreedy(model.llama, args.threads)
     times: dict[str, list[float]] = {"plain": [], "speculative": [], "right draft": [], "wrong draft": []}
@@ -66,20 +79,21 @@ def main() -> int:
             previous: list[int] = []
             for k in range(2, len(reading) + 1):
                 prompt = model.prompt_ids(reading[:k])
+                budget = k + 8 if natural else args.tokens
                 t0 = time.perf_counter()
-                expected, _, _ = plain.generate(prompt, args.tokens, none)
+                expected, _, _ = plain.generate(prompt, budget, none)
                 times["plain"].append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
-                out, _, _ = spec.generate(prompt, previous, args.tokens, none)
+                out, _, _ = spec.generate(prompt, previous, budget, none)
                 times["speculative"].append(time.perf_counter() - t0)
                 accepted.append(spec.accepted)
                 assert out == expected, "speculative greedy must equal plain greedy"
                 t0 = time.perf_counter()
-                spec.generate(prompt, expected, args.tokens, none)
+                spec.generate(prompt, expected, budget, none)
                 times["right draft"].append(time.perf_counter() - t0)
                 wrong = [(t + 1 + rng.randrange(50)) % model.llama.n_vocab for t in expected]
                 t0 = time.perf_counter()
-                spec.generate(prompt, wrong, args.tokens, none)
+                spec.generate(prompt, wrong, budget, none)
                 times["wrong draft"].append(time.perf_counter() - t0)
                 previous = out
     finally:
@@ -87,7 +101,8 @@ def main() -> int:
         spec.close()
         model.close()
 
-    print(f"{args.shape} (random weights), {args.tokens} tokens per key, {args.threads} thread(s), "
+    tokens = "tokens until the model stops" if natural else f"{args.tokens} tokens per key"
+    print(f"{name}, {tokens}, {args.threads} thread(s), "
           f"{os.cpu_count()} CPUs, {len(times['plain'])} keys; mean accepted draft tokens "
           f"{statistics.mean(accepted):.1f}")
     print(f"{'method':<12} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8}")
@@ -98,7 +113,7 @@ def main() -> int:
                       "mean_ms": round(1000 * statistics.mean(values), 2)}
         print(f"{name:<12} {rows[name]['p50_ms']:>8.1f} {rows[name]['p95_ms']:>8.1f} {rows[name]['mean_ms']:>8.1f}")
     if args.json:
-        args.json.write_text(json.dumps({"shape": args.shape, "random_weights": True, "tokens": args.tokens,
+        args.json.write_text(json.dumps({"model": name, "random_weights": not args.model, "tokens": args.tokens,
                                          "threads": args.threads, "keys": len(times["plain"]),
                                          "mean_accepted": statistics.mean(accepted), "methods": rows},
                                         indent=1) + "\n", encoding="utf-8")

@@ -113,6 +113,10 @@ class Session:
         self._live_enabled = self.config.session.live_conversion
         self._live_text: str | None = None
         self._live_hidden = False             # Escape once hides the live text
+        # Asynchronous live conversion (attach_live_service): the model's text arrives later.
+        self._live_service = None
+        self._live_listener: Callable[[], None] | None = None
+        self._pending_live = None             # a refined LiveUpdate waiting for apply_live_update
         self._left_context = ""
         self._right_context = ""
         self._password = False
@@ -195,6 +199,35 @@ class Session:
         n = self._context_chars
         self._left_context = left[-n:] if n else ""
         self._right_context = right[:n]
+
+    def attach_live_service(self, service, listener: Callable[[], None]) -> None:
+        """Refine live conversion off the key path (karukan_engine.conversion.live_service).
+
+        Each key is answered with the quick (dictionary) text; when the model's text is ready,
+        `listener()` is called on a worker thread, and the frontend then calls
+        `apply_live_update()` on its own thread and renders the View it returns.
+        """
+        self._live_service = service
+        self._live_listener = listener
+
+    def apply_live_update(self) -> View | None:
+        """The View with the model's live text, or None when there is none or it is stale."""
+        update, self._pending_live = self._pending_live, None
+        if update is None or self._live_service is None:
+            return None
+        current = self._live_service.scheduler.generation(id(self)) == update.generation
+        settled = "".join(u.text for u in self._composer.units)
+        if not current or self._state is not State.COMPOSITION or reading_of(settled) != update.reading:
+            return None
+        self._begin_event()
+        self._live_text = update.text
+        return self._finish(True)
+
+    def _on_live_refined(self, update) -> None:
+        # Worker thread: only hand over; the frontend applies it on its own thread.
+        self._pending_live = update
+        if self._live_listener is not None:
+            self._live_listener()
 
     def set_content_type(self, purpose: int, hints: int) -> None:
         """Password and PIN fields: keys pass through and nothing is learned."""
@@ -396,7 +429,10 @@ class Session:
             return
         request = self._request(reading_of(settled))
         try:
-            self._live_text = self.converter.live(request) or None
+            if self._live_service is not None:
+                self._live_text = self._live_service.key(id(self), request, self._on_live_refined) or None
+            else:
+                self._live_text = self.converter.live(request) or None
         except Exception as exc:  # a failing converter must not take the keyboard down
             log.warning("live conversion failed: %s", type(exc).__name__)
 
@@ -575,6 +611,8 @@ class Session:
     def _begin_event(self) -> None:
         self._commit = ""
         self._aux = ""
+        if self._live_service is not None:
+            self._live_service.supersede(id(self))   # a pending model result would now be stale
 
     def _finish(self, handled: bool) -> View:
         return self._build_view(handled, self._commit)

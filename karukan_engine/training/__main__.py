@@ -14,7 +14,7 @@ from pathlib import Path
 from karukan_engine.training.paths import PACKAGE_MODEL_DIR, stage_dir
 
 MODEL_NAME = "karukan-bundled"
-MODEL_LICENCE = "CC-BY-SA-4.0"
+MODEL_LICENCE = "undetermined: trained on GPL/GFDL/MPL-2.0 documentation; see NOTICE.md"
 MODEL_DESCRIPTION = ("Character-level kana-kanji model (jinen/zenz-v3 prompt) trained by Karukan on "
                      "Japanese Debian documentation and Mozc dictionary entries; see docs/model-card.md")
 STAGES = ("corpus", "readings", "pairs", "train", "export", "eval")
