@@ -4,6 +4,12 @@ Conversion may take milliseconds (dictionary) to tens of milliseconds (model), s
 call runs on a worker thread. Calls on one context run one at a time in arrival order (an
 asyncio.Lock is FIFO and the first await of each call is the lock), so no key is lost or reordered.
 All contexts share one converter; a single worker thread by default keeps it single-threaded.
+
+Live conversion is asynchronous: a key is answered with the dictionary's text, and the model's
+text arrives later from the engine's LiveService (one per process). Its callback runs on a
+scheduler thread; ContextHost hops to the event loop, applies the update on the session's worker
+under the same per-context lock as every other call (so it is ordered with the keys and the
+session's staleness checks see the latest key), and hands the view to `on_update`.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
+from karukan_engine.config import Config
+from karukan_engine.conversion.live_service import LiveService
 from karukan_engine.conversion.types import Converter
 from karukan_engine.session import Session
 from karukan_engine.session.view import View
@@ -30,14 +38,18 @@ class ContextHost:
     """One input context: a Session plus ordering, off-loop execution and late-view delivery."""
 
     def __init__(self, session: Session, executor: ThreadPoolExecutor, loop: asyncio.AbstractEventLoop,
-                 on_update: ViewListener | None = None) -> None:
+                 on_update: ViewListener | None = None, live: LiveService | None = None) -> None:
         self._session = session
         self._executor = executor
         self._loop = loop
         self._lock = asyncio.Lock()
         self._on_update = on_update
+        self._live = live
+        self._tasks: set[asyncio.Task] = set()
         self.closed = False
         _attach_listener(session, self.push_view)
+        if live is not None:
+            session.attach_live_service(live, self._live_ready)
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> View:
         """Run fn(session, *args) on the worker; return the session's view afterwards."""
@@ -53,6 +65,30 @@ class ContextHost:
     def _deliver(self, view: View) -> None:
         if not self.closed and self._on_update is not None:
             self._on_update(view)
+
+    def _live_ready(self) -> None:
+        """Scheduler thread: the model's live text is waiting in the session."""
+        if not self.closed:
+            self._loop.call_soon_threadsafe(self._start_live_update)
+
+    def _start_live_update(self) -> None:
+        task = self._loop.create_task(self._apply_live_update())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _apply_live_update(self) -> None:
+        async with self._lock:
+            if self.closed:
+                return
+            # None when a newer key came meanwhile (the session checks the generation and reading).
+            try:
+                view = await self._loop.run_in_executor(self._executor, self._session.apply_live_update)
+            except Exception as exc:  # shutting down (executor closed) or a session bug: keep typing
+                log.warning("live update failed: %s", type(exc).__name__)
+                return
+            # Emitted while holding the lock: no later key's answer can overtake this view.
+            if view is not None:
+                self._deliver(view)
 
     # The operations every frontend needs, named as the session names them.
     async def process_key(self, keysym: int, modifiers: int, release: bool) -> View:
@@ -92,7 +128,15 @@ class ContextHost:
         return await self.call(lambda s: None)
 
     async def close(self) -> None:
+        self.detach()
+
+    def detach(self) -> None:
+        """The context is gone: drop its pending model work and never deliver another view."""
+        if self.closed:
+            return
         self.closed = True
+        if self._live is not None:
+            self._live.close_session(id(self._session))
 
 
 def _invoke(session: Session, fn: Callable[..., Any], args: tuple) -> View:
@@ -108,18 +152,21 @@ def _attach_listener(session: Session, listener: ViewListener) -> None:
 
 
 class EngineCore:
-    """The converter and worker threads shared by all contexts of one process."""
+    """The converter, worker threads and live-conversion scheduler shared by all contexts."""
 
-    def __init__(self, converter: Converter, workers: int = 1) -> None:
+    def __init__(self, converter: Converter, workers: int = 1, config: Config | None = None) -> None:
         self.converter = converter
+        self.config = config
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="karukan-session")
+        self.live = LiveService(converter)   # one scheduler for every context of the process
 
     def new_context(self, loop: asyncio.AbstractEventLoop, on_update: ViewListener | None = None) -> ContextHost:
-        return ContextHost(Session(self.converter), self.executor, loop, on_update)
+        return ContextHost(Session(self.converter, self.config), self.executor, loop, on_update, self.live)
 
     def close(self) -> None:
-        """Finish queued work, then let the converter save its learning data."""
+        """Finish queued work, stop live refinement, then let the converter save and close."""
         self.executor.shutdown(wait=True)
+        self.live.shutdown()
         for name in ("save", "close"):
             fn = getattr(self.converter, name, None)
             if callable(fn):
@@ -132,4 +179,6 @@ class EngineCore:
 def build_core(use_model: bool = True, model_id: str | None = None, workers: int = 1) -> EngineCore:
     from karukan_engine.conversion.factory import ConverterOptions, build_converter
 
-    return EngineCore(build_converter(ConverterOptions(use_model=use_model, model_id=model_id)), workers)
+    # The model loads on a thread: the dictionary answers until it is ready, so startup never waits.
+    options = ConverterOptions(use_model=use_model, model_id=model_id, load_in_background=True)
+    return EngineCore(build_converter(options), workers)

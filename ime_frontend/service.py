@@ -133,7 +133,7 @@ class EngineService:
     def _drop(self, ctx_id: int) -> None:
         ctx = self._contexts.pop(ctx_id, None)
         if ctx is not None:
-            ctx.host.closed = True
+            ctx.host.detach()
 
     def _send_update(self, owner: str, ctx_id: int, view: View) -> None:
         if ctx_id not in self._contexts or not self._bus.connected:

@@ -298,3 +298,113 @@ def test_a_client_cannot_open_unbounded_contexts(bus_address):
             polite.disconnect()
 
     run(body())
+
+
+class GatedModelConverter(PlainConverter):
+    """The plain converter plus a deliberately slow "model": its live text waits for `gate`.
+
+    The quick (dictionary) text is the kana; the model's text is the reading in brackets, so a
+    test can tell which one a view shows. `started` records each reading the model began on.
+    """
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.started: dict[str, threading.Event] = {}
+        self.closed = 0
+
+    def ready_slots(self) -> list[str]:
+        return ["gated"]
+
+    def live_quick(self, request) -> str:
+        return request.reading
+
+    def live_refined(self, request, ctx=None) -> str:
+        self.started.setdefault(request.reading, threading.Event()).set()
+        self.gate.wait(TIMEOUT_S)
+        return f"[{request.reading}]"
+
+    def model_started(self, reading: str) -> bool:
+        return self.started.setdefault(reading, threading.Event()).wait(TIMEOUT_S)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def live_config():
+    from dataclasses import replace
+
+    from karukan_engine.config import Config
+
+    config = Config()
+    return replace(config, session=replace(config.session, live_conversion=True))
+
+
+def test_keys_get_the_dictionary_view_and_only_the_latest_keys_model_text_follows(bus_address):
+    converter = GatedModelConverter()
+    core = EngineCore(converter, config=live_config())
+
+    async def body():
+        stop = asyncio.Event()
+        ready = asyncio.get_running_loop().create_future()
+        task = asyncio.ensure_future(serve(lambda: core, bus_address, ready=ready.set_result, stop=stop))
+        await asyncio.wait_for(ready, TIMEOUT_S)
+        updates: asyncio.Queue[View] = asyncio.Queue()
+        client = await EngineClient.connect(bus_address)
+        ctx = await client.create_context("live", updates.put_nowait)
+        # The model is busy with "か" when "い" comes: the key is answered with the dictionary text.
+        assert (await type_keys(ctx, [ord("k"), ord("a")])).preedit_text == "か"
+        assert await asyncio.to_thread(converter.model_started, "か")
+        assert (await type_keys(ctx, [ord("i")])).preedit_text == "かい"
+        assert updates.empty()
+        converter.gate.set()
+        late = await asyncio.wait_for(updates.get(), TIMEOUT_S)
+        assert late.preedit_text == "[かい]"
+        assert await asyncio.to_thread(core.live.scheduler.idle, TIMEOUT_S)
+        # GetView queues behind any late view still on its way: afterwards none may be pending.
+        assert (await ctx.get_view()).preedit_text == "[かい]"
+        assert updates.empty(), "the superseded key's model text must never be shown"
+        client.disconnect()
+        stop.set()
+        await task
+
+    run(body())
+    assert converter.closed == 1
+    assert core.live.scheduler.closed
+
+
+def test_a_destroyed_context_gets_no_model_text(bus_address):
+    converter = GatedModelConverter()
+    core = EngineCore(converter, config=live_config())
+
+    async def body():
+        stop = asyncio.Event()
+        ready = asyncio.get_running_loop().create_future()
+        task = asyncio.ensure_future(serve(lambda: core, bus_address, ready=ready.set_result, stop=stop))
+        service = await asyncio.wait_for(ready, TIMEOUT_S)
+        # A raw connection sees every ViewUpdated sent to it, whatever a client would filter.
+        bus = await MessageBus(bus_address=bus_address).connect()
+        signals: list[Message] = []
+        bus.add_message_handler(lambda m: signals.append(m) if m.member == "ViewUpdated" else None)
+
+        async def call(member: str, signature: str, body: list) -> list:
+            reply = await bus.call(Message(destination=wire.BUS_NAME, path=wire.OBJECT_PATH,
+                                           interface=wire.INTERFACE, member=member,
+                                           signature=signature, body=body))
+            assert reply.message_type == MessageType.METHOD_RETURN, reply.body
+            return reply.body
+
+        (ctx_id,) = await call("CreateContext", "s", ["gone"])
+        for key in (ord("k"), ord("a")):
+            await call("ProcessKey", "uuuub", [ctx_id, key, 0, 0, False])
+        assert await asyncio.to_thread(converter.model_started, "か")
+        await call("DestroyContext", "u", [ctx_id])
+        assert service.context_count == 0
+        converter.gate.set()
+        assert await asyncio.to_thread(core.live.scheduler.idle, TIMEOUT_S)
+        await call("GetInfo", "", [])   # a late signal would have arrived before this reply
+        assert signals == []
+        bus.disconnect()
+        stop.set()
+        await task
+
+    run(body())

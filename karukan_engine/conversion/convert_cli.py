@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("a READING is needed (or --jsonl)")
     from karukan_engine.conversion.factory import ConverterOptions, build_converter
 
-    converter = build_converter(ConverterOptions(use_model=not args.no_model, model_id=args.model))
+    converter = build_converter(ConverterOptions(use_model=not args.no_model, model_id=args.model,
+                                                 require_model=args.model is not None))
     if args.jsonl:
         serve_jsonl(converter, sys.stdin, sys.stdout, args.context, args.n)
         return 0

@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 class ConverterOptions:
     use_model: bool = True          # False: dictionary (or plain kana) only, never load a model
     model_id: str | None = None     # a models.toml id or a path to a GGUF; None = the default
+    # True: the user named the model (--model), so a model that is unknown, not downloaded or
+    # failing to load is an error (NeuralError) instead of a silent fall back to the dictionary.
+    require_model: bool = False
     # True (the engine service): answer from the dictionary while the model loads on a thread.
     # False (one-shot CLI commands): wait for the model before the first conversion.
     load_in_background: bool = False

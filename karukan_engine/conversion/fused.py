@@ -303,9 +303,18 @@ class FusedConverter:
         readings = [reading for reading, _ in pairs if reading]
         self.cache.discard_if(lambda key: any(r in key.reading for r in readings))
 
+    def save(self) -> bool:
+        """Write the base converter's pending learning now. True when everything is on disk."""
+        save = getattr(self.base, "save", None)
+        return save() if save is not None else True
+
     def close(self) -> None:
         for slot in self.slots:
             slot.close()
+        # The base (a LatticeConverter) flushes its debounced learning on close.
+        close = getattr(self.base, "close", None)
+        if close is not None:
+            close()
 
 
 def _span_bounds(readings: Sequence[str]) -> list[tuple[int, int]]:
@@ -336,24 +345,34 @@ def _presentable(text: str) -> bool:
 def build_fused_converter(base: Converter, options) -> Converter:
     """The fused pipeline over `base`, with the configured model loading in the background.
 
-    options: factory.ConverterOptions. A missing model leaves the dictionary converter; a model
-    that fails to load leaves a FusedConverter that answers like `base`.
+    options: factory.ConverterOptions. Without `require_model`, a missing model leaves the
+    dictionary converter and a model that fails to load leaves a FusedConverter that answers like
+    `base`. With it (the user named the model), either raises a NeuralError instead.
     """
+    required = getattr(options, "require_model", False)
     try:
         from karukan_engine.neural.background import load_in_background
         from karukan_engine.neural.errors import NeuralError
         from karukan_engine.neural.registry import resolve_model
-    except ImportError:
+    except ImportError as exc:
+        if required:
+            raise NeuralError(f"the neural backend is not installed ({exc.name})") from exc
+        log.warning("neural backend not installed; dictionary only")
         return base
     try:
         resolved = resolve_model(options.model_id)  # fails fast (no thread) when not installed
     except NeuralError as exc:
-        log.info("no model for the fused converter (%s); dictionary only", type(exc).__name__)
+        if required:
+            raise
+        log.warning("no model for the fused converter (%s); dictionary only", type(exc).__name__)
         return base
     model_id = resolved.entry.id if resolved.entry is not None else (options.model_id or "default")
     settings = getattr(options, "conversion", None) or ConversionSettings.from_config()
     settings = settings.for_model(model_id)
-    slots = [ModelSlot(load_in_background(options.model_id) if options.model_id else _load_default(), model_id)]
+    handle = load_in_background(options.model_id) if options.model_id else _load_default()
+    if required:
+        handle.wait()   # raises the load error itself, before a slot would log a fall back
+    slots = [ModelSlot(handle, model_id)]
     if settings.light_model:
         # A light model is optional: if it fails to load, its slot simply stays empty.
         slots.append(ModelSlot(load_in_background(settings.light_model), settings.light_model))

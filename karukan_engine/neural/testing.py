@@ -21,19 +21,15 @@ from typing import AbstractSet, Sequence
 
 import numpy as np
 
+from karukan_engine.neural.char_vocab import EOS_ID, SPECIAL_TOKENS, write_gguf_vocabulary
 from karukan_engine.neural.prompt import MARKS
 
-SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", "<pad>")
-UNK_ID, BOS_ID, EOS_ID, PAD_ID = 0, 1, 2, 3
 SPACE_PIECE = "\u2581"
 _PUNCTUATION = "ー・、。「」『』（）！？〜…　"
 _COMMON_KANJI = (
     "日本語漢字変換今日明天気東京都大学生私公園講演後援感子政治家歯科医番組司会箸橋端持"
     "早稲田会議資料送雨雪山川時間人物事行来見言思書読話電車駅前中後上下左右年月火水木金土"
 )
-
-# SentencePiece/GGUF token types.
-_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _BYTE = 1, 2, 3, 4, 6
 
 
 @dataclass(frozen=True)
@@ -82,22 +78,6 @@ def vocabulary(size: int) -> list[str]:
     if len(tokens) < size:
         raise ValueError("vocabulary too small")
     return tokens
-
-
-def _token_types(tokens: list[str]) -> list[int]:
-    types = []
-    for i, t in enumerate(tokens):
-        if i == UNK_ID:
-            types.append(_UNKNOWN)
-        elif t in SPECIAL_TOKENS:
-            types.append(_CONTROL)
-        elif t in MARKS:
-            types.append(_USER_DEFINED)
-        elif len(t) == 6 and t.startswith("<0x") and t.endswith(">"):
-            types.append(_BYTE)
-        else:
-            types.append(_NORMAL)
-    return types
 
 
 def _tensors(spec: TinyModelSpec, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -180,18 +160,7 @@ def write_gguf(path: Path, spec: TinyModelSpec) -> Path:
         if spec.arch == "qwen3":
             writer.add_key_length(head_dim)
             writer.add_value_length(head_dim)
-    writer.add_tokenizer_model("llama")
-    writer.add_tokenizer_pre("default")
-    writer.add_token_list(tokens)
-    writer.add_token_scores([0.0] * len(tokens))
-    writer.add_token_types(_token_types(tokens))
-    writer.add_unk_token_id(UNK_ID)
-    writer.add_bos_token_id(BOS_ID)
-    writer.add_eos_token_id(EOS_ID)
-    writer.add_pad_token_id(PAD_ID)
-    writer.add_add_bos_token(False)
-    writer.add_add_eos_token(False)
-    writer.add_add_space_prefix(False)
+    write_gguf_vocabulary(writer, tokens)
     for name, array in _tensors(spec, rng).items():
         writer.add_tensor(name, array)
     writer.write_header_to_file()

@@ -120,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if args.live:
         config = replace(config, session=replace(config.session, live_conversion=True))
-    converter = build_converter(ConverterOptions(use_model=not args.no_model, model_id=args.model))
+    converter = build_converter(ConverterOptions(use_model=not args.no_model, model_id=args.model,
+                                                 require_model=args.model is not None))
     session = Session(converter, config)
     for message in session.load_errors:
         print(f"karukan: warning: {message}", file=sys.stderr)

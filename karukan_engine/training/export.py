@@ -14,9 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from karukan_engine.training.vocab import (
-    BOS_ID, EOS_ID, PAD_ID, UNK_ID, token_types, write_tokenizer_json,
-)
+from karukan_engine.neural.char_vocab import write_gguf_vocabulary
+from karukan_engine.training.vocab import write_tokenizer_json
 
 PROMPT_FORMAT = "U+EE02 context U+EE00 reading(katakana) U+EE01 -> surface </s> (jinen/zenz-v3, NFKC)"
 
@@ -63,18 +62,7 @@ def write_gguf(path: Path, state_dict: dict, config: dict, tokens: list[str], na
     writer.add_feed_forward_length(4 * config["n_embd"])
     writer.add_head_count(config["n_head"])
     writer.add_layer_norm_eps(config["layer_norm_eps"])
-    writer.add_tokenizer_model("llama")
-    writer.add_tokenizer_pre("default")
-    writer.add_token_list(tokens)
-    writer.add_token_scores([0.0] * len(tokens))
-    writer.add_token_types(token_types(tokens))
-    writer.add_unk_token_id(UNK_ID)
-    writer.add_bos_token_id(BOS_ID)
-    writer.add_eos_token_id(EOS_ID)
-    writer.add_pad_token_id(PAD_ID)
-    writer.add_add_bos_token(False)
-    writer.add_add_eos_token(False)
-    writer.add_add_space_prefix(False)
+    write_gguf_vocabulary(writer, tokens)
     for tensor_name, array in gguf_tensors(state_dict, config["n_layer"]).items():
         writer.add_tensor(tensor_name, array)
     writer.write_header_to_file()

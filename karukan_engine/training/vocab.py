@@ -1,6 +1,6 @@
 """The character vocabulary, written both as tokenizer.json and as the GGUF token list.
 
-Id layout (the runtime's convention, see karukan_engine.neural.testing):
+Id layout (the runtime's convention, see karukan_engine.neural.char_vocab):
     0 <unk> | 1 <s> | 2 </s> | 3 <pad> | 4..6 U+EE02 U+EE00 U+EE01 | 256 <0xNN> | ▁ |
     printable ASCII | hiragana | katakana | the other characters of the training text by frequency
 Every character outside the vocabulary falls back to its UTF-8 bytes.
@@ -13,15 +13,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
+from karukan_engine.neural.char_vocab import (  # noqa: F401  (EOS/PAD re-exported for the pipeline)
+    BYTE_BASE,
+    EOS_ID,
+    PAD_ID,
+    SPECIAL_TOKENS,
+)
 from karukan_engine.neural.prompt import MARKS
 
-SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", "<pad>")
-UNK_ID, BOS_ID, EOS_ID, PAD_ID = 0, 1, 2, 3
 SPACE_PIECE = "\u2581"
-BYTE_BASE = len(SPECIAL_TOKENS) + len(MARKS)
-
-# SentencePiece/GGUF token types.
-TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_BYTE = 1, 2, 3, 4, 6
 
 
 def base_tokens() -> list[str]:
@@ -44,22 +44,6 @@ def build_vocabulary(texts: Iterable[str], size: int, min_count: int = 2) -> lis
             seen.add(ch)
             tokens.append(ch)
     return tokens
-
-
-def token_types(tokens: list[str]) -> list[int]:
-    types = []
-    for i, token in enumerate(tokens):
-        if i == UNK_ID:
-            types.append(TOKEN_UNKNOWN)
-        elif token in SPECIAL_TOKENS:
-            types.append(TOKEN_CONTROL)
-        elif token in MARKS:
-            types.append(TOKEN_USER_DEFINED)
-        elif BYTE_BASE <= i < BYTE_BASE + 256:
-            types.append(TOKEN_BYTE)
-        else:
-            types.append(TOKEN_NORMAL)
-    return types
 
 
 def write_tokenizer_json(path: Path, tokens: list[str]) -> Path:
