@@ -19,7 +19,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from karukan_engine.config import Config
+from karukan_engine.config import Config, ConfigError
 from karukan_engine.conversion.live_service import LiveService
 from karukan_engine.conversion.types import Converter
 from karukan_engine.session import Session
@@ -68,8 +68,12 @@ class ContextHost:
 
     def _live_ready(self) -> None:
         """Scheduler thread: the model's live text is waiting in the session."""
-        if not self.closed:
+        if self.closed:
+            return
+        try:
             self._loop.call_soon_threadsafe(self._start_live_update)
+        except RuntimeError:  # the event loop has ended (shutting down): nobody to show it to
+            pass
 
     def _start_live_update(self) -> None:
         task = self._loop.create_task(self._apply_live_update())
@@ -181,4 +185,13 @@ def build_core(use_model: bool = True, model_id: str | None = None, workers: int
 
     # The model loads on a thread: the dictionary answers until it is ready, so startup never waits.
     options = ConverterOptions(use_model=use_model, model_id=model_id, load_in_background=True)
-    return EngineCore(build_converter(options), workers)
+    return EngineCore(build_converter(options), workers, _user_config())
+
+
+def _user_config() -> Config:
+    """The user's config file; the defaults when it is broken (typing must keep working)."""
+    try:
+        return Config.load()
+    except ConfigError as exc:
+        log.warning("config ignored: %s", exc)
+        return Config()

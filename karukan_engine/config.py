@@ -54,7 +54,7 @@ class InputSettings:
 @dataclass(frozen=True)
 class SessionSettings:
     page_size: int = 9              # candidates per page (labels 1..page_size)
-    live_conversion: bool = False   # show the converter's best guess while typing
+    live_conversion: bool = True    # show the converter's best guess while typing
     context_chars: int = 20         # left context (surrounding text) kept for the converter
     keymap: str = ""                # a TOML keymap merged over the default; "" = default only
 

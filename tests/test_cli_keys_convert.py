@@ -79,6 +79,19 @@ def test_keys_live_flag(capsys):
     assert code == 0 and "ライブ変換: オフ" in out
 
 
+def preedits(out: str) -> list[str]:
+    return [line.split("preedit: ", 1)[1] for line in out.splitlines() if line.startswith("  preedit: ")]
+
+
+def test_keys_live_conversion_is_on_by_default(capsys):
+    code, out, _ = run(["keys", "--no-model", "kyou"], capsys)
+    assert code == 0 and preedits(out)[-1] != "きょう|"     # the conversion, not the reading
+    code, out, _ = run(["keys", "--no-model", "--no-live", "kyou"], capsys)
+    assert code == 0 and preedits(out)[-1] == "きょう|"
+    code, out, _ = run(["keys", "--no-model", "--no-live", "<C-S-l>"], capsys)
+    assert code == 0 and "ライブ変換: オン" in out
+
+
 def test_convert_prints_candidates(capsys):
     code, out, _ = run(["convert", "--no-model", "-n", "3", "カナ"], capsys)
     lines = out.splitlines()

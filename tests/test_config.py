@@ -9,7 +9,7 @@ from karukan_engine.config import Config, ConfigError, default_path
 def test_defaults():
     c = Config()
     assert c.input.mode == "hiragana" and c.input.punctuation == "、。"
-    assert c.session.page_size == 9 and c.session.live_conversion is False
+    assert c.session.page_size == 9 and c.session.live_conversion is True
     assert c.learning.enabled and dict(c.sections) == {}
 
 
@@ -17,12 +17,12 @@ def test_full_file_and_other_sections(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text(
         '[input]\nmode = "katakana"\npunctuation = "，．"\nromaji_table = "my.tsv"\n'
-        '[session]\npage_size = 5\nlive_conversion = true\nkeymap = "/abs/keys.toml"\n'
+        '[session]\npage_size = 5\nlive_conversion = false\nkeymap = "/abs/keys.toml"\n'
         '[learning]\nenabled = false\n[conversion]\nbeam_width = 3\n', encoding="utf-8")
     c = Config.load(path)
     assert c.path == path
     assert (c.input.mode, c.input.punctuation, c.session.page_size) == ("katakana", "，．", 5)
-    assert c.session.live_conversion and not c.learning.enabled
+    assert not c.session.live_conversion and not c.learning.enabled   # the default is on
     assert Path(c.input.romaji_table) == tmp_path / "my.tsv"      # relative to the config file
     assert c.session.keymap == "/abs/keys.toml"
     assert c.sections["conversion"] == {"beam_width": 3}

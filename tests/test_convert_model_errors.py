@@ -31,8 +31,8 @@ def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.delenv("KARUKAN_CONFIG", raising=False)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # (not HF_HOME / HF_HUB_OFFLINE: huggingface_hub reads them once, at import; loading never
+    # downloads, so an id no cache holds is "not downloaded" without touching the network)
     registry = tmp_path / "models.toml"
     registry.write_text(REGISTRY, encoding="utf-8")
     monkeypatch.setenv("KARUKAN_MODELS_TOML", str(registry))

@@ -408,3 +408,15 @@ def test_a_destroyed_context_gets_no_model_text(bus_address):
         await task
 
     run(body())
+
+
+def test_the_engine_reads_the_users_config_and_survives_a_broken_one(tmp_path, monkeypatch):
+    from ime_frontend.contexts import _user_config
+    from karukan_engine.config import SessionSettings
+
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("KARUKAN_CONFIG", str(config))
+    config.write_text("[session]\nlive_conversion = false\n", encoding="utf-8")
+    assert _user_config().session.live_conversion is False
+    config.write_text("[session]\nlive_conversion = 3 = 4\n", encoding="utf-8")
+    assert _user_config().session == SessionSettings()

@@ -27,7 +27,10 @@ SEGMENTS = {"きょうはいいてんき": ["きょうは", "いい", "てんき
 
 
 def make(converter=None, **session) -> Session:
-    config = Config(session=SessionSettings(**session)) if session else None
+    """A session with live conversion off unless asked: most tests here are about the plain
+    (non-live) state machine."""
+    session.setdefault("live_conversion", False)
+    config = Config(session=SessionSettings(**session))
     return Session(converter if converter is not None else ScriptedConverter(WORDS, SEGMENTS), config)
 
 

@@ -42,7 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-model", action="store_true", help="dictionary (or kana) only, never load a model")
     p.add_argument("--model", default=None, help="model id from models.toml or a GGUF path")
     p.add_argument("--config", default=None, help="config file (default: the user's config, if any)")
-    p.add_argument("--live", action="store_true", help="turn live conversion on")
+    p.add_argument("--live", action=argparse.BooleanOptionalAction, default=None,
+                   help="live conversion on (--no-live: off); default: the config's, which is on")
     p.set_defaults(handler=run)
 
 
@@ -118,8 +119,8 @@ def run(args: argparse.Namespace) -> int:
         config = Config.load(args.config)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    if args.live:
-        config = replace(config, session=replace(config.session, live_conversion=True))
+    if args.live is not None:
+        config = replace(config, session=replace(config.session, live_conversion=args.live))
     converter = build_converter(ConverterOptions(use_model=not args.no_model, model_id=args.model,
                                                  require_model=args.model is not None))
     session = Session(converter, config)

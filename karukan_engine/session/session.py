@@ -422,7 +422,9 @@ class Session:
     def _refresh_live(self) -> None:
         """Recompute the live conversion of the settled text (all live text goes through here)."""
         self._live_text = None
-        if not self._live_enabled or self._state is not State.COMPOSITION or self._typing_latin():
+        # Hiragana typing only: in the katakana modes the preedit keeps the script the user chose.
+        if (not self._live_enabled or self._state is not State.COMPOSITION or self._typing_latin()
+                or self._mode is not InputMode.HIRAGANA):
             return
         settled = "".join(u.text for u in self._composer.units)
         if not settled:

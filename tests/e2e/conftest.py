@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_support import karukan, need
+from e2e_support import karukan, live_conversion_off, need
 from ime_frontend.headless import HeadlessDesktop
 from ime_frontend.install import fcitx5_build_missing
 
@@ -26,6 +26,7 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="module")
 def desktop():
     with HeadlessDesktop() as d:
+        live_conversion_off(d)
         d.start_session_bus()
         yield d
 

@@ -64,3 +64,13 @@ def engine_pids(desktop: HeadlessDesktop, module: str) -> list[int]:
         if module.encode() in cmdline and pgid in ours:
             pids.append(int(entry.name))
     return pids
+
+
+def live_conversion_off(desktop: HeadlessDesktop) -> None:
+    """Write a user config without live conversion (on by default), which the engines read.
+
+    These tests check kana, conversion and candidates, so the preedit must be the kana.
+    """
+    config = Path(desktop.env["XDG_CONFIG_HOME"]) / "karukan/config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[session]\nlive_conversion = false\n", encoding="utf-8")

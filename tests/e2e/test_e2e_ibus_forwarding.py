@@ -8,7 +8,7 @@ import signal
 import pytest
 from dbus_fast.errors import DBusError
 
-from e2e_support import engine_pids, eventually, karukan, need, run
+from e2e_support import engine_pids, eventually, karukan, live_conversion_off, need, run
 from ime_frontend.app_clients import IBusApp
 from ime_frontend.headless import HeadlessDesktop
 from ime_frontend.ibus.component import component_xml
@@ -21,6 +21,7 @@ SPACE, RETURN = 0x20, 0xFF0D
 def forwarding_desktop():
     need("ibus-daemon", "dbus-daemon")
     with HeadlessDesktop() as desktop:
+        live_conversion_off(desktop)
         desktop.start_session_bus()
         karukan(desktop, "install", "--user", "--no-fcitx5", "--no-ibus", "--no-model")  # D-Bus activation
         components = desktop.root / "components"
