@@ -22,12 +22,10 @@ from typing import AbstractSet, Hashable, Sequence
 import numpy as np
 
 from karukan_engine.neural.errors import InferenceError
-from karukan_engine.neural.greedy import common_prefix_len
+from karukan_engine.neural.greedy import common_prefix_len, session_context_size
 from karukan_engine.neural.logprob import argmax_logprob
-from karukan_engine.neural.runtime import ContextSize, LlamaContext, LlamaModel
+from karukan_engine.neural.runtime import LlamaContext, LlamaModel
 
-INITIAL_CELLS = 256
-MAX_BATCH = 256
 SAVED_STATES = 32   # sequence states kept per thread (least recently used dropped)
 
 
@@ -88,15 +86,12 @@ class SpeculativeGreedy:
         if self._ctx is not None and self._ctx.n_ctx >= needed:
             return self._ctx
         self.cold = True
-        cells = INITIAL_CELLS
-        while cells < needed:
-            cells *= 2
         if self._ctx is not None:
             self._ctx.free()
         self._ctx = None
         self._cached = []
         self._saved.clear()   # states of a smaller context are not restored into a new one
-        self._ctx = LlamaContext(self._model, ContextSize(cells, min(cells, MAX_BATCH), 1), self._n_threads)
+        self._ctx = LlamaContext(self._model, session_context_size(needed), self._n_threads)
         return self._ctx
 
     def generate(self, prompt: Sequence[int], draft: Sequence[int], max_new: int,

@@ -24,7 +24,12 @@ def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
-def _session_size(cells: int) -> ContextSize:
+def session_context_size(needed: int) -> ContextSize:
+    """One-sequence context of the next power of two >= needed cells (at least 256), so a
+    growing session is re-created only a few times and re-prefills its kept prefix once each."""
+    cells = INITIAL_CELLS
+    while cells < needed:
+        cells *= 2
     return ContextSize(n_ctx=cells, n_batch=min(cells, MAX_BATCH), n_seq_max=1)
 
 
@@ -42,15 +47,11 @@ class GreedySession:
     def _ensure_capacity(self, needed: int) -> LlamaContext:
         if self._ctx is not None and self._ctx.n_ctx >= needed:
             return self._ctx
-        # Grow to the next power of two (>= 256): the kept prefix is re-prefilled once.
-        cells = INITIAL_CELLS
-        while cells < needed:
-            cells *= 2
         if self._ctx is not None:
             self._ctx.free()
         self._ctx = None
         self._cached = []
-        self._ctx = LlamaContext(self._model, _session_size(cells), self._n_threads)
+        self._ctx = LlamaContext(self._model, session_context_size(needed), self._n_threads)
         return self._ctx
 
     def generate(self, prompt: Sequence[int], max_new: int, stop_ids: AbstractSet[int]) -> tuple[list[int], float, bool]:
