@@ -4,6 +4,8 @@ full re-evaluation reference, on GGUF models in the real shapes with random weig
 
 Random weights are fine for timing (speed does not depend on weight values) but then every
 method must do the same work: each call generates exactly --tokens tokens and EOS is ignored.
+The default, 15, is what a real model generates for the reading: its 14-character conversion
+(私は明日東京へ行く予定でした) and EOS; `--tokens 20` is a long-output stress variant.
 
     python examples/beam_bench.py --quick --json bench.json      # < 60 s: smallest model
     python examples/beam_bench.py --json bench.json              # all shapes, threads 1 and 2
@@ -34,6 +36,7 @@ from karukan_engine.neural.model import ModelOptions, NeuralModel, find_gguf, lo
 from karukan_engine.neural.testing import REAL_SHAPES, real_shape, reference_beam, write_model_dir  # noqa: E402
 
 READING = "わたしはあしたとうきょうへいくよていでした"  # 21 kana
+CONVERSION = "私は明日東京へ行く予定でした"  # what a real model writes for READING
 CONTEXT = "昨日の会議で決まったとおり、"
 QUANT = {"q8_0": 7, "q5_k_m": 17}  # llama_ftype values
 NO_STOP: frozenset[int] = frozenset()  # EOS ignored: every call generates exactly --tokens
@@ -92,6 +95,26 @@ class Bench:
         row = {"model": label, "threads": threads, "method": method, "beam": beam, "median_ms": round(statistics.median(times), 3), "p95_ms": round(p95(times), 3)}
         self.rows.append(row)
         print(f"{label:22} t={threads} {method:18} beam={beam:<3} median {row['median_ms']:9.2f} ms   p95 {row['p95_ms']:9.2f} ms", flush=True)
+
+    def ratios(self) -> list[dict]:
+        """Issue #4's targets per (model, threads), from the medians: beam 5 vs the full
+        re-evaluation (>= 5x), beam 3 / greedy (<= 1.6), typed kana / greedy (<= 1/3)."""
+        median = {(r["model"], r["threads"], r["method"], r["beam"]): r["median_ms"] for r in self.rows}
+        out = []
+        for model, threads in dict.fromkeys((r["model"], r["threads"]) for r in self.rows):
+            def get(method: str, beam: int) -> float | None:
+                return median.get((model, threads, method, beam))
+            greedy, beam3, beam5 = get("greedy", 1), get("beam", 3), get("beam", 5)
+            full5, typed = get("full_eval", 5), get("greedy_incremental", 1)
+            row = {"model": model, "threads": threads}
+            if beam5 and full5:
+                row["full_eval5_over_beam5"] = round(full5 / beam5, 2)
+            if greedy and beam3:
+                row["beam3_over_greedy"] = round(beam3 / greedy, 3)
+            if greedy and typed:
+                row["typed_kana_over_greedy"] = round(typed / greedy, 3)
+            out.append(row)
+        return out
 
     def run_model(self, name: str, model: NeuralModel, threads: int) -> None:
         """Methods run round-robin (one call each per round) so that the load of a shared machine
@@ -196,7 +219,8 @@ def main() -> int:
     parser.add_argument("--full-eval-beams", default="1,3,5,8,16")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--full-eval-repeats", type=int, default=3)
-    parser.add_argument("--tokens", type=int, default=20, help="generated tokens per call (EOS ignored)")
+    parser.add_argument("--tokens", type=int, default=len(CONVERSION) + 1,
+                        help="generated tokens per call, EOS ignored (default: the reading's conversion + EOS)")
     parser.add_argument("--cache", type=Path, default=REPO / "tools" / "cache" / "bench_models")
     parser.add_argument("--no-context-sweep", action="store_true", help="only without left context")
     args = parser.parse_args()
@@ -229,12 +253,18 @@ def main() -> int:
     print("\nPython overhead over time inside llama_decode:")
     for o in bench.overhead:
         print(f"  {o['model']:18} t={o['threads']} {o['method']:6} beam={o['beam']:<3} {o['python_overhead_pct']:6.2f} %")
+    ratios = bench.ratios()
+    print("\nTargets: full_eval 5 / beam 5 >= 5, beam 3 / greedy <= 1.6, typed kana / greedy <= 0.333")
+    for r in ratios:
+        values = "  ".join(f"{k} {v}" for k, v in r.items() if k not in ("model", "threads"))
+        print(f"  {r['model']:22} t={r['threads']}  {values}")
     print(f"load average at end {os.getloadavg()[0]:.2f}; total {elapsed:.1f} s")
     if args.json:
         payload = {
             "rows": bench.rows,
             "python_overhead": bench.overhead,
             "first_token_per_typed_kana": bench.first_token,
+            "target_ratios": ratios,
             "notes": {
                 "reading_kana": len(READING),
                 "context_chars": len(CONTEXT),

@@ -74,3 +74,12 @@ def test_model_cli_usage_and_list(capsys):
     assert main(["model", "list"]) == 0
     out = capsys.readouterr().out
     assert "*karukan-bundled" in out and "jinen-v2-small-q5" in out
+
+
+def test_registry_ships_with_the_package(monkeypatch):
+    """The package's data/models.toml (package data, so a wheel carries a copy) is the root file."""
+    monkeypatch.delenv("KARUKAN_MODELS_TOML", raising=False)
+    repo_root = Path(__file__).resolve().parents[1]
+    packaged = repo_root / "karukan_engine" / "data" / "models.toml"
+    assert packaged.exists() and packaged.resolve() == (repo_root / "models.toml").resolve()
+    assert default_registry_path() == (repo_root / "models.toml").resolve()

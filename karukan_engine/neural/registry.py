@@ -78,9 +78,11 @@ class Registry:
 
 
 def default_registry_path() -> Path:
-    """$KARUKAN_MODELS_TOML, else models.toml at the repository root."""
+    """$KARUKAN_MODELS_TOML, else the package's models.toml: in a checkout a link to the one at
+    the repository root (resolved, so relative `path` entries stay relative to that file), in an
+    installed wheel a copy of it."""
     env = os.environ.get(REGISTRY_ENV)
-    return Path(env) if env else PACKAGE_ROOT.parent / "models.toml"
+    return Path(env) if env else (PACKAGE_ROOT / "data" / "models.toml").resolve()
 
 
 def _entry(model_id: str, table: Mapping[str, object], base: Path) -> ModelEntry:
