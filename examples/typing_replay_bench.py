@@ -2,7 +2,9 @@
 
 Each session types its sentences in romaji (the keys the default romaji table needs), either at
 a fixed rate (10 keys/s) or as a burst (no pause between keys); 1, 4 and 16 sessions type at
-the same time. Per key it measures:
+the same time. Paced sessions are independent typists: their keys are spread evenly over the key
+interval (session i starts i/N of an interval later); `--aligned` makes every session press its
+keys at the same instants (the worst case: N keys queue behind each other). Per key it measures:
   first   key -> first preedit (the dictionary answer `LiveService.key` returns at once)
   refined key -> model-refined preedit (the callback), for keys whose refinement finished in
           time and was still current (also when the model agreed with the first preedit)
@@ -123,7 +125,8 @@ def replay_session(service: LiveService, recorder: Recorder, session: int,
         left = (left + text)[-20:]
 
 
-def run(converter_factory, sentences, sessions: int, interval: float, workers: int, per_count: int) -> dict:
+def run(converter_factory, sentences, sessions: int, interval: float, workers: int, per_count: int,
+        aligned: bool = False) -> dict:
     converter = converter_factory()
     service = LiveService(converter, Scheduler(workers=workers), deliver_unchanged=True)
     recorder = Recorder()
@@ -134,7 +137,8 @@ def run(converter_factory, sentences, sessions: int, interval: float, workers: i
     cpu0, wall0 = time.process_time(), time.perf_counter()
     start = time.perf_counter() + 0.05
     threads = [threading.Thread(target=replay_session,
-                                args=(service, recorder, i, per_session[i], interval, start))
+                                args=(service, recorder, i, per_session[i], interval,
+                                      start + (0.0 if aligned else i * interval / sessions)))
                for i in range(sessions)]
     for t in threads:
         t.start()
@@ -147,7 +151,7 @@ def run(converter_factory, sentences, sessions: int, interval: float, workers: i
     ms = lambda v: None if v is None else round(1000 * v, 2)  # noqa: E731
     return {
         "sessions": sessions,
-        "mode": "burst" if interval == 0 else f"{1 / interval:g} keys/s",
+        "mode": "burst" if interval == 0 else f"{1 / interval:g} keys/s" + (" aligned" if aligned else ""),
         "keys": recorder.keys,
         "first_p50_ms": ms(percentile(recorder.first, 50)),
         "first_p95_ms": ms(percentile(recorder.first, 95)),
@@ -194,6 +198,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads per context")
     parser.add_argument("--fixed-tokens", type=int, default=12,
                         help="with --random-shape: tokens generated per chunk conversion")
+    parser.add_argument("--aligned", action="store_true",
+                        help="paced sessions press their keys at the same instants (worst case)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
 
@@ -227,7 +233,7 @@ def main() -> int:
     for sessions in (int(s) for s in args.sessions.split(",")):
         for mode in args.modes.split(","):
             interval = 1.0 / args.rate if mode == "paced" else 0.0
-            r = run(factory, sentences, sessions, interval, args.workers, args.sentences)
+            r = run(factory, sentences, sessions, interval, args.workers, args.sentences, args.aligned)
             results.append(r)
             fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
             print(f"{r['sessions']:>8} {r['mode']:>11} {r['keys']:>5} {fmt(r['first_p50_ms']):>9} "
