@@ -1,14 +1,18 @@
-"""The persistent GreedySession gives exactly what a fresh context gives."""
+"""The persistent GreedySession (KV-prefix reuse, draft verification, per-owner state) gives
+exactly what a fresh context gives."""
 
 import threading
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 pytest.importorskip("llama_cpp")
 
-from karukan_engine.neural.greedy import GreedySession, common_prefix_len
-from karukan_engine.neural.model import ModelOptions, load_model
-from neural_support import reference_greedy, tiny_model_dir
+from karukan_engine.neural.greedy import GreedySession  # noqa: E402
+from karukan_engine.neural.greedy_pool import AUTO_DRAFT_MAX_CHANGED, INITIAL_CELLS, auto_draft, common_prefix_len, valid_prefix  # noqa: E402
+from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
+from karukan_engine.neural.testing import TinyModelSpec, write_model_dir  # noqa: E402
+from neural_support import EOS_SCALE, fresh_logprobs, tiny_model_dir  # noqa: E402
 
 # One kana at a time, backspace, retype, unrelated input, context change (as a user types).
 TYPING = [
@@ -17,6 +21,7 @@ TYPING = [
     ("わたし", ""),
     ("わたしは", ""),
     ("わたしはが", ""),
+    ("わたしはが", ""),  # the same prompt again (a key that leaves the reading as it is)
     ("わたしはがく", ""),
     ("わたしはがくせい", ""),
     ("わたしはがくせ", ""),  # backspace
@@ -27,6 +32,7 @@ TYPING = [
     ("はし", "橋を渡る。"),
     ("わたしはがくせい", "箸を持つ。"),
 ]
+SENTENCES = ["きょうはいいてんきですね", "かいぎのしりょうをおくります", "とうきょう1ばんせん"]
 
 
 @pytest.fixture(scope="module", params=["llama", "gpt2"])
@@ -36,52 +42,178 @@ def model(request):
     m.close()
 
 
-def test_session_matches_fresh_context_over_a_typing_sequence(model):
-    session = GreedySession(model.llama, n_threads=1)
-    reused = 0
-    try:
-        for reading, context in TYPING:
-            prompt = model.prompt_ids(reading, context)
-            got, logprob, finished = session.generate(prompt, 10, model.stop_ids)
-            expected, expected_finished = reference_greedy(model.llama, prompt, 10, model.stop_ids)
-            assert (got, finished) == (expected, expected_finished), (reading, context)
-            reused += session.reused_tokens
-    finally:
-        session.close()
+@pytest.fixture
+def session(model):
+    s = GreedySession(model.llama, n_threads=1)
+    yield s
+    s.close()
+
+
+def fresh_greedy(llama, prompt, max_new, stop_ids):
+    """(tokens, summed log p incl. the stop token, stopped), a fresh context for every step."""
+    out, total = [], 0.0
+    while len(out) < max_new:
+        lp = fresh_logprobs(llama, list(prompt) + out)
+        token = int(lp.argmax())
+        total += float(lp[token])
+        if token in stop_ids:
+            return out, total, True
+        out.append(token)
+    return out, total, False
+
+
+def same(got, expected):
+    assert got[0] == expected[0]
+    assert got[2] == expected[2]
+    assert got[1] == pytest.approx(expected[1], abs=1e-3)
+
+
+def test_session_matches_fresh_context_over_a_typing_sequence(model, session):
+    reused = accepted = 0
+    for reading, context in TYPING:
+        prompt = model.prompt_ids(reading, context)
+        got = session.generate(prompt, 10, model.stop_ids)  # automatic draft
+        same(got, fresh_greedy(model.llama, prompt, 10, model.stop_ids))
+        reused += session.reused_tokens
+        accepted += session.accepted_tokens
     assert reused > 0  # the session really skipped already-cached prompt tokens
+    assert accepted > 0  # and really took draft tokens from its previous output
 
 
-def test_typing_a_kana_decodes_only_the_new_tail(model):
-    session = GreedySession(model.llama, n_threads=1)
+def test_typing_key_by_key_with_left_context_equals_plain_greedy(model, session):
+    plain = GreedySession(model.llama, 1)
     try:
-        session.generate(model.prompt_ids("わたしは", ""), 1, model.stop_ids)
-        prompt = model.prompt_ids("わたしはが", "")
-        session.generate(prompt, 1, model.stop_ids)
-        # re-decoded: the new kana and the output mark (the old mark diverged), nothing more
-        assert session.reused_tokens == len(prompt) - 2
-        assert session.decoded_tokens == 2
+        for sentence in SENTENCES:
+            for k in range(1, len(sentence) + 1):
+                prompt = model.prompt_ids(sentence[:k], "前の文")
+                same(session.generate(prompt, 16, model.stop_ids), plain.generate(prompt, 16, model.stop_ids, draft=[]))
     finally:
-        session.close()
+        plain.close()
 
 
-def test_session_grows_its_context_instead_of_failing(model):
+@given(which=st.integers(0, 2), length=st.integers(1, 12), noise=st.lists(st.integers(-5, 800), max_size=20),
+       use_truth=st.booleans())
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_explicit_draft_gives_plain_greedy(model, session, which, length, noise, use_truth):
+    """Right, wrong, too long and out-of-vocabulary drafts and tiny max_new: always plain greedy."""
+    prompt = model.prompt_ids(SENTENCES[which][:length])
+    for max_new in (1, 3, 16):
+        expected = fresh_greedy(model.llama, prompt, max_new, model.stop_ids)
+        draft = list(expected[0][: len(noise) // 2]) + noise if use_truth else noise
+        same(session.generate(prompt, max_new, model.stop_ids, draft=draft), expected)
+
+
+def test_a_correct_draft_takes_one_decode_call(model, session):
+    prompt = model.prompt_ids("わたしは")
+    out, _, _ = session.generate(prompt, 16, model.stop_ids)
+    assert len(out) == 16, "the tiny models write 16 tokens here"
+    session.generate(model.prompt_ids("とうきょう"), 16, model.stop_ids)  # KV now differs
+    again = session.generate(prompt, 16, model.stop_ids, draft=out)
+    assert again[0] == out and session.accepted_tokens == 15  # the 16th is never checked
+    assert session.decode_calls == 1
+
+
+def test_auto_draft_is_the_previous_output_for_a_near_continuation(model, session):
+    prompt = model.prompt_ids("わたしは")
+    out, _, _ = session.generate(prompt, 16, model.stop_ids)
+    assert len(out) == 16
+    session.generate(prompt, 16, model.stop_ids)  # same prompt: the output repeats
+    assert session.accepted_tokens == 15 and session.decode_calls == 1
+    session.generate(model.prompt_ids("わたしはが"), 16, model.stop_ids)  # one more kana
+    assert session.draft_tokens == 15
+    session.generate(model.prompt_ids("わた"), 16, model.stop_ids)  # backspace twice
+    assert session.draft_tokens > 0
+
+
+def test_no_auto_draft_for_unrelated_input(model, session):
+    session.generate(model.prompt_ids("かいぎのしりょう"), 16, model.stop_ids)
+    prompt = model.prompt_ids("とうきょうえき")
+    got = session.generate(prompt, 16, model.stop_ids)
+    assert session.draft_tokens == session.accepted_tokens == 0
+    # Only the prompt past the cached prefix and one token per llama_decode were decoded.
+    assert session.decoded_tokens == len(prompt) - session.reused_tokens + session.decode_calls - 1
+    same(got, fresh_greedy(model.llama, prompt, 16, model.stop_ids))
+
+
+def test_reset_forgets_the_cache_and_the_draft(model, session):
+    prompt = model.prompt_ids("かいぎ")
+    session.generate(prompt, 16, model.stop_ids)
+    session.reset()
+    session.generate(prompt, 16, model.stop_ids)
+    assert session.reused_tokens == 0 and session.accepted_tokens == 0
+
+
+def test_typing_a_kana_decodes_only_the_new_tail(model, session):
+    session.generate(model.prompt_ids("わたしは", ""), 1, model.stop_ids)
+    prompt = model.prompt_ids("わたしはが", "")
+    session.generate(prompt, 1, model.stop_ids)
+    # re-decoded: the new kana and the output mark (the old mark diverged), nothing more
+    assert session.reused_tokens == len(prompt) - 2
+    assert session.decoded_tokens == 2
+
+
+@pytest.fixture(scope="module")
+def long_model(tmp_path_factory):
+    """A tiny model whose training context (1024) exceeds the session's first context (256)."""
+    directory = write_model_dir(tmp_path_factory.mktemp("long"), TinyModelSpec(n_ctx_train=1024, eos_scale=EOS_SCALE))
+    m = load_model(directory, ModelOptions(n_threads=1))
+    yield m
+    m.close()
+
+
+def test_session_grows_its_context_instead_of_failing(long_model):
+    model = long_model
     session = GreedySession(model.llama, n_threads=1)
     try:
         short = model.prompt_ids("か", "")
         session.generate(short, 2, model.stop_ids)
-        long_prompt = model.prompt_ids("かんじ" * 60, "")  # 180+ tokens + 60 new > 256 cells
-        max_new = model.n_ctx_train - len(long_prompt)
-        got, _, finished = session.generate(long_prompt, max_new, model.stop_ids)
-        assert (got, finished) == reference_greedy(model.llama, long_prompt, max_new, model.stop_ids)
+        assert session.cold and session.context.n_ctx == INITIAL_CELLS
+        long_prompt = model.prompt_ids("かんじ" * 100, "")
+        assert len(long_prompt) + 40 > INITIAL_CELLS
+        got = session.generate(long_prompt, 40, model.stop_ids)
+        assert session.cold and session.context.n_ctx >= len(long_prompt) + 40
+        same(got, fresh_greedy(model.llama, long_prompt, 40, model.stop_ids))
+        session.generate(short, 2, model.stop_ids)
+        assert not session.cold
     finally:
         session.close()
+
+
+def test_first_disagreement_matches_greedy(model, session):
+    prompt = model.prompt_ids("わたしは")
+    out, _, finished = fresh_greedy(model.llama, prompt, 16, model.stop_ids)
+    assert len(out) == 16 and not finished
+    assert session.first_disagreement(prompt, out[:-1]) == (15, out[-1])
+    wrong = list(out)
+    wrong[0] = (wrong[0] + 1) % model.llama.n_vocab
+    assert session.first_disagreement(prompt, wrong) == (0, out[0])
+    same(session.generate(prompt, 16, model.stop_ids), fresh_greedy(model.llama, prompt, 16, model.stop_ids))
+    stopping = model.prompt_ids("ねこ")  # both tiny models stop at once here
+    agreed, token = session.first_disagreement(stopping, [])
+    assert agreed == 0 and token in model.stop_ids
+
+
+def test_switching_owners_restores_their_sequence_state(model, session):
+    """Two sessions typing in turn on one thread: each gets its KV state back, results unchanged."""
+    restored = 0
+    for k in range(2, 9):
+        for owner, sentence in (("a", SENTENCES[0]), ("b", SENTENCES[1])):
+            was_restored = session.switch_to(owner)
+            restored += was_restored
+            prompt = model.prompt_ids(sentence[:k], "")
+            same(session.generate(prompt, 12, model.stop_ids), fresh_greedy(model.llama, prompt, 12, model.stop_ids))
+            if was_restored:
+                # The owner's own previous prompt was back in the KV cache: only the new kana
+                # and the output mark were decoded again, not the whole prompt.
+                assert session.reused_tokens >= len(prompt) - 2
+    assert restored == 2 * 7 - 2  # every switch but the first one of each owner
 
 
 def test_public_greedy(model):
     g = model.greedy("きょうは", "", max_new=8)
     assert g.logprob < 0
     assert g.text == model.tokenizer.decode(list(g.token_ids)).strip()
-    assert model.greedy("", "") .text == ""
+    assert model.greedy("", "").text == ""
     assert model.greedy("かんじ", "", max_new=0).token_ids == ()
 
 
@@ -98,12 +230,6 @@ def test_each_thread_gets_its_own_session(model):
     for t in threads:
         t.join()
     assert len({id(s) for s in sessions.values()}) == 3
-
-
-def test_common_prefix_len():
-    assert common_prefix_len([1, 2, 3], [1, 2, 4]) == 2
-    assert common_prefix_len([], [1]) == 0
-    assert common_prefix_len([1, 2], [1, 2, 3]) == 2
 
 
 def test_threads_decode_concurrently_with_identical_results(model):
@@ -128,3 +254,36 @@ def test_threads_decode_concurrently_with_identical_results(model):
     for r in readings:
         assert got[r][:2] == expected[r][:2]
         assert got[r][2] == pytest.approx(expected[r][2], abs=1e-4)
+
+
+# --- pure helpers ----------------------------------------------------------------------------
+
+
+def test_common_prefix_len():
+    assert common_prefix_len([1, 2, 3], [1, 2, 4]) == 2
+    assert common_prefix_len([], [1]) == 0
+    assert common_prefix_len([1, 2], [1, 2, 3]) == 2
+
+
+tokens = st.lists(st.integers(0, 9), max_size=12)
+
+
+@given(a=tokens, b=tokens)
+def test_common_prefix_len_is_the_longest_shared_start(a, b):
+    n = common_prefix_len(a, b)
+    assert a[:n] == b[:n]
+    assert n == min(len(a), len(b)) or a[n] != b[n]
+
+
+@given(previous=tokens, output=tokens, prompt=tokens)
+def test_auto_draft_only_after_a_small_change(previous, output, prompt):
+    changed = len(prompt) - common_prefix_len(previous, prompt)
+    expected = output if previous and changed <= AUTO_DRAFT_MAX_CHANGED else []
+    assert auto_draft(previous, output, prompt) == expected
+
+
+@given(draft=st.lists(st.integers(-3, 12), max_size=10))
+def test_valid_prefix_stops_at_the_first_foreign_token(draft):
+    kept = valid_prefix(draft, 10)
+    assert draft[: len(kept)] == kept and all(0 <= t < 10 for t in kept)
+    assert len(kept) == len(draft) or not 0 <= draft[len(kept)] < 10

@@ -2,9 +2,11 @@
 
 The slot wraps a background load handle (karukan_engine.neural.background) or a loaded model.
 Until the model is ready, and for good if it failed to load, `get()` returns None and the
-pipeline works on the dictionary alone. Each worker thread gets its own speculative greedy
-decoder (llama contexts are not thread-safe) and remembers each session's last output as its
-next draft, and its KV state (see speculative.py).
+pipeline works on the dictionary alone. Each worker thread gets its own greedy decoder (llama
+contexts are not thread-safe): a GreedyPool that keeps each session's tokens under its own
+sequence id (beyond SESSION_SEQUENCES, the least recently used session's state is saved and
+restored later), so a key re-decodes only what changed, and its last output is the draft for
+its next key (see karukan_engine.neural.greedy_pool).
 """
 
 from __future__ import annotations
@@ -14,14 +16,15 @@ import threading
 import unicodedata
 from typing import Any, Hashable
 
-from karukan_engine.conversion.speculative import SpeculativeGreedy
 from karukan_engine.neural.generation import Generation
+from karukan_engine.neural.greedy_pool import GreedyJob, GreedyPool
 from karukan_engine.neural.prompt import clean_output, clean_text
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_NEW = 48
-MAX_DRAFTS = 64   # last outputs kept per thread, one per session
+SESSION_SEQUENCES = 8  # sessions per worker thread whose KV stays live in its context
+_VERIFY = object()  # the sequence that draft checks use
 
 
 class ModelSlot:
@@ -35,7 +38,7 @@ class ModelSlot:
         self.fixed_tokens = fixed_tokens
         self._source = source
         self._local = threading.local()
-        self._decoders: list[SpeculativeGreedy] = []
+        self._decoders: list[GreedyPool] = []
         self._lock = threading.Lock()
         self._failure_logged = False
 
@@ -67,26 +70,19 @@ class ModelSlot:
 
     def greedy(self, reading: str, context: str = "", max_new: int = DEFAULT_MAX_NEW,
                owner: Hashable | None = None) -> Generation | None:
-        """Greedy conversion with the owner's (session's) last output as the draft and its saved
-        KV state restored; None without a model."""
+        """Greedy conversion reusing the owner's (session's) KV state, with its last output as
+        the draft; None without a model."""
         model = self.get()
         if model is None:
             return None
         if not clean_text(reading).strip():
             return Generation("", (), 0.0, False)
-        decoder = self._decoder(model)
-        decoder.switch_to(owner)
         prompt = model.prompt_ids(reading, context)
         room = max(0, min(max_new, model.n_ctx_train - len(prompt)))
         stop_ids = model.stop_ids
         if self.fixed_tokens is not None:
             room, stop_ids = min(self.fixed_tokens, model.n_ctx_train - len(prompt)), frozenset()
-        drafts = self._drafts()
-        draft = drafts.pop(owner, ())
-        out, logprob, finished = decoder.generate(prompt, draft, room, stop_ids)
-        drafts[owner] = tuple(out)
-        while len(drafts) > MAX_DRAFTS:
-            drafts.pop(next(iter(drafts)))
+        out, logprob, finished = self._decoder(model).generate_many([GreedyJob(owner, prompt, room, stop_ids)])[0]
         return Generation(clean_output(model.tokenizer.decode(out)), tuple(out), logprob, finished)
 
     def last_call_cold(self) -> bool:
@@ -106,21 +102,15 @@ class ModelSlot:
             return None
         ids = model.tokenizer.encode(unicodedata.normalize("NFKC", surface))
         prompt = model.prompt_ids(reading, context, reserve=len(ids) + 1)
-        agreed, token = self._decoder(model).first_disagreement(prompt, ids)
+        agreed, token = self._decoder(model).first_disagreement(_VERIFY, prompt, ids)
         if token in model.stop_ids:
             return None  # agrees to the end, or would stop early: keep the draft
         return clean_output(model.tokenizer.decode(ids[:agreed] + [token]))
 
-    def _drafts(self) -> dict:
-        drafts = getattr(self._local, "drafts", None)
-        if drafts is None:
-            drafts = self._local.drafts = {}
-        return drafts
-
-    def _decoder(self, model) -> SpeculativeGreedy:
+    def _decoder(self, model) -> GreedyPool:
         decoder = getattr(self._local, "decoder", None)
         if decoder is None:
-            decoder = SpeculativeGreedy(model.llama, model.options.n_threads)
+            decoder = GreedyPool(model.llama, model.options.n_threads, slots=SESSION_SEQUENCES)
             with self._lock:
                 self._decoders.append(decoder)
             self._local.decoder = decoder

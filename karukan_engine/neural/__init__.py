@@ -1,7 +1,7 @@
 """Neural kana-kanji backend: jinen / zenz-format GGUF models run by llama.cpp.
 
 Importing this package is cheap and never imports llama.cpp; the submodules that need it
-(`model`, `greedy`, `beam`, `nll`, `runtime`) import it themselves.
+(`model`, `greedy`, `greedy_pool`, `beam`, `nll`, `runtime`) import it themselves.
 
 Public API (stable; used by the fusion layer):
 
@@ -14,7 +14,8 @@ Public API (stable; used by the fusion layer):
                                                # (tokenizer.json beside it is used when present)
     model.greedy(reading, context="", max_new=50) -> Generation
         # persistent per-thread GreedySession: re-decodes only what follows the longest common
-        # prefix with that thread's previous prompt
+        # prefix with that thread's previous prompt, and checks the previous output as a draft
+        # in one batched pass when the prompt is a near continuation (same result as plain greedy)
     model.beam(reading, context="", beam=5, max_new=50) -> list[Generation]   # best first
         # shared-prompt beam search; beam clamped to 1..128; [] for empty reading / max_new 0
     model.scorer() -> this thread's scorer (or model.score / model.score_many, same thing)
@@ -36,7 +37,10 @@ Public API (stable; used by the fusion layer):
 
 Lower level, for decoders built elsewhere: runtime.LlamaModel / LlamaContext(model.llama,
 ContextSize(n_ctx, n_batch, n_seq_max), n_threads) with checked decode / decode_run / seq_cp /
-seq_rm / clear; logprob.argmax_logprob / top_k_rows; testing.write_model_dir for tiny models.
+seq_rm / clear; logprob.argmax_logprob / top_k_rows; testing.write_model_dir for tiny models;
+greedy_pool.GreedyPool(model.llama, n_threads, slots).generate_many([GreedyJob(owner, prompt,
+max_new, stop_ids, draft=None), ...]) decodes many owners' greedy jobs in shared batches (one
+sequence id per owner; GreedySession is its one-sequence form).
 
 Readings may be hiragana or katakana; the prompt is
 U+EE02 + left context (last `max_context_chars`) + U+EE00 + reading in katakana + U+EE01, NFKC.
