@@ -1,5 +1,7 @@
 """The fused score and ranking of whole-reading candidates."""
 
+from dataclasses import replace
+
 from hypothesis import given, settings, strategies as st
 
 from karukan_engine.conversion.ranking import Evidence, dedup, fused_score, rank
@@ -113,3 +115,31 @@ def test_fitted_weights_apply_only_when_none_are_configured():
     assert default.for_model("some-other-model") is default
     configured = ConversionSettings.from_mapping({"weights": {"nll": 3.0}})
     assert configured.for_model("karukan-bundled") is configured
+
+
+@given(st.lists(evidence, max_size=12), st.floats(0, 5), st.integers(1, 20))
+@settings(max_examples=200)
+def test_zero_model_weight_keeps_the_given_order(items, learning, n):
+    """lattice = nll = unaligned = 0 (the model has no say): the pool's order stands, variants
+    last, except that learned candidates may rise."""
+    w = FusionWeights(lattice=0.0, nll=0.0, learning=learning, unaligned=0.0)
+    unlearned = [replace(it, learning=0.0) for it in items]
+    expected = dedup([it.candidate for it in unlearned if it.candidate.source != "variant"]
+                     + [it.candidate for it in unlearned if it.candidate.source == "variant"])
+    assert rank(unlearned, n, w) == expected
+
+
+@given(st.lists(evidence, min_size=1, max_size=12), weights, st.integers(1, 20), st.data())
+@settings(max_examples=200)
+def test_a_lower_nll_never_moves_a_candidate_down(items, w, n, data):
+    """Monotone in the model's NLL: making one candidate likelier never ranks it later."""
+    items = [replace(it, candidate=Candidate(f"{i}", source=it.candidate.source)) for i, it in enumerate(items)]
+    index = data.draw(st.integers(0, len(items) - 1))
+    target = items[index]
+    if target.nll is None or target.candidate.source == "variant":
+        return
+    better = list(items)
+    better[index] = replace(target, nll=data.draw(st.floats(0, target.nll)))
+    before = [c.surface for c in rank(items, n, w)].index(target.candidate.surface)
+    after = [c.surface for c in rank(better, n, w)].index(target.candidate.surface)
+    assert after <= before

@@ -5,7 +5,7 @@
   predictor first and stops when the key is superseded. `live()` gives the best available text
   synchronously (the CLI path).
 - Explicit conversion: candidates from the lattice N-best (with learning and user dictionary,
-  which the base converter already merges), the model (beam), and the greedy live text, ranked by
+  which the base converter already merges) and the model (greedy and beam), ranked by
   one score of lattice path cost, model NLL (one batched scorer pass) and learning; or, with
   scheme "verify", Zenzai-style verification of the lattice's best (see verify.py).
 - The best candidate is aligned back to dictionary words (align.py) so segments, per-segment
@@ -185,36 +185,40 @@ class FusedConverter:
             return base[:n]
 
     def _model_candidates(self, slot: ModelSlot, model, request: ConversionRequest) -> list[Candidate]:
-        """Beam outputs for the trailing chunk (earlier chunks keep their live text) + greedy."""
+        """The model's greedy and beam outputs for the trailing chunk (earlier chunks keep their
+        live text). Unarbitrated: the ranking weighs them, so the pool is the same whatever the
+        weights (examples/fused_quality.py fits the weights on one gathered pool)."""
         chunks = split_chunks(request.reading, self.settings.chunk_limits)
+        if not chunks or not chunks[-1].japanese:
+            return []
         head_reading = "".join(c.text for c in chunks[:-1])
         head = self.live(ConversionRequest(head_reading, request.left_context)) if head_reading else ""
-        tail = chunks[-1].text if chunks else ""
-        found = []
-        if chunks and chunks[-1].japanese:
-            context = chunk_left_context(request.left_context, [head], self.settings.context_chars)
-            for generation in model.beam(tail, context, beam=self.settings.beam_width,
-                                         max_new=self.max_new_for(tail)):
-                if _presentable(generation.text):
-                    found.append(Candidate(head + generation.text, source=MODEL_SOURCE))
-        live = self.live_refined(request)
-        if live and _presentable(live):
-            found.insert(0, Candidate(live, source=MODEL_SOURCE))
-        return found
+        tail = chunks[-1].text
+        context = chunk_left_context(request.left_context, [head], self.settings.context_chars)
+        greedy = slot.greedy(tail, context, self.max_new_for(tail))
+        texts = [greedy.text] if greedy is not None else []
+        texts += [g.text for g in model.beam(tail, context, beam=self.settings.beam_width,
+                                              max_new=self.max_new_for(tail))]
+        return [Candidate(head + text, source=MODEL_SOURCE) for text in texts if _presentable(text)]
 
     def _reranked(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate]) -> list[Candidate]:
-        return rank(self.evidence(slot, model, request, base), len(request.reading), self.settings.weights)
+        pool = dedup(base + self._model_candidates(slot, model, request))
+        if self.model_never_wins():
+            # Only learning and the pool's order can count: skip the NLL pass and alignments.
+            evidence = [Evidence(c, learning=_learning(c)) for c in pool]
+        else:
+            evidence = self._weigh(model, request, pool)
+        return rank(evidence, len(request.reading), self.settings.weights)
 
     def evidence(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate]) -> list[Evidence]:
         """Every candidate with what the ranking weighs: path cost, model NLL, learning."""
-        pool = dedup(base + self._model_candidates(slot, model, request))
+        return self._weigh(model, request, dedup(base + self._model_candidates(slot, model, request)))
+
+    def _weigh(self, model, request: ConversionRequest, pool: list[Candidate]) -> list[Evidence]:
         ranked = [c for c in pool if c.source != "variant"]
         nlls = model.score_many(request.reading, request.left_context, [c.surface for c in ranked])
-        evidence = [
-            Evidence(c, self.path_cost(request.reading, c.surface), nll,
-                     1.0 if c.source == LEARNING_SOURCE else 0.0)
-            for c, nll in zip(ranked, nlls)
-        ]
+        evidence = [Evidence(c, self.path_cost(request.reading, c.surface), nll, _learning(c))
+                    for c, nll in zip(ranked, nlls)]
         return evidence + [Evidence(c) for c in pool if c.source == "variant"]
 
     def _verified(self, slot: ModelSlot, request: ConversionRequest, base: list[Candidate]) -> list[Candidate]:
@@ -335,6 +339,10 @@ def _surface_offsets(alignment: Alignment | None) -> dict[int, int]:
         s += len(word.surface)
         offsets[r] = s
     return offsets
+
+
+def _learning(candidate: Candidate) -> float:
+    return 1.0 if candidate.source == LEARNING_SOURCE else 0.0
 
 
 def _presentable(text: str) -> bool:
