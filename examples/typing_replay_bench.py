@@ -10,6 +10,7 @@ keys at the same instants (the worst case: N keys queue behind each other). Per 
           time and was still current (also when the model agreed with the first preedit)
   stale   updates delivered after a newer key's preedit was shown (must be 0)
   CPU     process CPU time per key (all threads)
+  batch   greedy conversions per llama batch (sessions decoded together; needs --workers > 1)
 
     python examples/typing_replay_bench.py --random-shape gpt2-26m --json out.json
     python examples/typing_replay_bench.py --model karukan-bundled --sessions 1,4
@@ -134,6 +135,7 @@ def run(converter_factory, sentences, sessions: int, interval: float, workers: i
     per = max(1, len(sentences) // sessions)
     per_session = [[sentences[(i * per + k) % len(sentences)] for k in range(per_count)]
                    for i in range(sessions)]
+    batches0 = [slot.batching() for slot in converter.slots]
     cpu0, wall0 = time.process_time(), time.perf_counter()
     start = time.perf_counter() + 0.05
     threads = [threading.Thread(target=replay_session,
@@ -148,6 +150,8 @@ def run(converter_factory, sentences, sessions: int, interval: float, workers: i
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     stats = service.scheduler.stats
     service.shutdown()
+    batches = sum(slot.batching()[0] - b for slot, (b, _) in zip(converter.slots, batches0))
+    jobs = sum(slot.batching()[1] - j for slot, (_, j) in zip(converter.slots, batches0))
     ms = lambda v: None if v is None else round(1000 * v, 2)  # noqa: E731
     return {
         "sessions": sessions,
@@ -163,6 +167,8 @@ def run(converter_factory, sentences, sessions: int, interval: float, workers: i
         "superseded": stats.dropped_stale,
         "stale_share": recorder.stale / max(1, recorder.delivered),
         "cpu_ms_per_key": round(1000 * cpu / max(1, recorder.keys), 2),
+        "greedy_jobs": jobs,
+        "jobs_per_batch": round(jobs / batches, 2) if batches else None,
         "wall_s": round(wall, 2),
     }
 
@@ -226,7 +232,7 @@ def main() -> int:
 
     results = []
     header = (f"{'sessions':>8} {'mode':>11} {'keys':>5} {'first p50':>9} {'p95':>7} "
-              f"{'refined p50':>11} {'p95':>7} {'refined':>7} {'stale':>5} {'CPU ms/key':>10}")
+              f"{'refined p50':>11} {'p95':>7} {'refined':>7} {'stale':>5} {'CPU ms/key':>10} {'batch':>5}")
     print(f"model: {model_name}; budget {args.budget_ms:g} ms; {args.workers} worker(s); "
           f"{os.cpu_count()} CPUs; {args.sentences} sentences per session")
     print(header)
@@ -235,10 +241,11 @@ def main() -> int:
             interval = 1.0 / args.rate if mode == "paced" else 0.0
             r = run(factory, sentences, sessions, interval, args.workers, args.sentences, args.aligned)
             results.append(r)
-            fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
+            fmt = lambda v, digits=1: "-" if v is None else f"{v:.{digits}f}"  # noqa: E731
             print(f"{r['sessions']:>8} {r['mode']:>11} {r['keys']:>5} {fmt(r['first_p50_ms']):>9} "
                   f"{fmt(r['first_p95_ms']):>7} {fmt(r['refined_p50_ms']):>11} {fmt(r['refined_p95_ms']):>7} "
-                  f"{r['refined']:>7} {r['stale_share']:>5.2f} {r['cpu_ms_per_key']:>10.1f}", flush=True)
+                  f"{r['refined']:>7} {r['stale_share']:>5.2f} {r['cpu_ms_per_key']:>10.1f} "
+                  f"{fmt(r['jobs_per_batch'], 2):>5}", flush=True)
     if args.json:
         payload = {"model": model_name, "random_weights": bool(args.random_shape),
                    "budget_ms": args.budget_ms, "workers": args.workers, "threads": args.threads,

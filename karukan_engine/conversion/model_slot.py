@@ -2,11 +2,12 @@
 
 The slot wraps a background load handle (karukan_engine.neural.background) or a loaded model.
 Until the model is ready, and for good if it failed to load, `get()` returns None and the
-pipeline works on the dictionary alone. Each worker thread gets its own greedy decoder (llama
-contexts are not thread-safe): a GreedyPool that keeps each session's tokens under its own
-sequence id (beyond SESSION_SEQUENCES, the least recently used session's state is saved and
-restored later), so a key re-decodes only what changed, and its last output is the draft for
-its next key (see karukan_engine.neural.greedy_pool).
+pipeline works on the dictionary alone. Greedy conversions of every worker thread go through one
+GreedyBatcher (karukan_engine.conversion.greedy_batcher): one GreedyPool per model that keeps
+each session's tokens under its own sequence id (beyond SESSION_SEQUENCES, the least recently
+used session's state is saved and restored later), so a key re-decodes only what changed, its
+last output is the draft for its next key (see karukan_engine.neural.greedy_pool), and
+sessions whose jobs are ready together are decoded in one batch.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from __future__ import annotations
 import logging
 import threading
 import unicodedata
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable
 
+from karukan_engine.conversion.greedy_batcher import GreedyBatcher
 from karukan_engine.neural.generation import Generation
 from karukan_engine.neural.greedy_pool import GreedyJob, GreedyPool
 from karukan_engine.neural.prompt import clean_output, clean_text
@@ -23,7 +25,7 @@ from karukan_engine.neural.prompt import clean_output, clean_text
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_NEW = 48
-SESSION_SEQUENCES = 8  # sessions per worker thread whose KV stays live in its context
+SESSION_SEQUENCES = 16  # sessions whose KV stays live in the shared context (also the batch cap)
 _VERIFY = object()  # the sequence that draft checks use
 
 
@@ -37,8 +39,8 @@ class ModelSlot:
         self.model_id = model_id
         self.fixed_tokens = fixed_tokens
         self._source = source
-        self._local = threading.local()
-        self._decoders: list[GreedyPool] = []
+        self._local = threading.local()  # whether this thread's last greedy time was atypical
+        self._batcher: GreedyBatcher | None = None
         self._lock = threading.Lock()
         self._failure_logged = False
 
@@ -69,9 +71,11 @@ class ModelSlot:
             return self.get()
 
     def greedy(self, reading: str, context: str = "", max_new: int = DEFAULT_MAX_NEW,
-               owner: Hashable | None = None) -> Generation | None:
+               owner: Hashable | None = None,
+               should_stop: Callable[[], bool] | None = None) -> Generation | None:
         """Greedy conversion reusing the owner's (session's) KV state, with its last output as
-        the draft; None without a model."""
+        the draft, decoded together with other threads' ready conversions; None without a
+        model. Raises scheduler.Cancelled when should_stop() turned true before it finished."""
         model = self.get()
         if model is None:
             return None
@@ -82,14 +86,23 @@ class ModelSlot:
         stop_ids = model.stop_ids
         if self.fixed_tokens is not None:
             room, stop_ids = min(self.fixed_tokens, model.n_ctx_train - len(prompt)), frozenset()
-        out, logprob, finished = self._decoder(model).generate_many([GreedyJob(owner, prompt, room, stop_ids)])[0]
+        job = GreedyJob(owner, prompt, room, stop_ids, should_stop=should_stop)
+        served = self._batcher_for(model).generate(job)
+        self._local.atypical = served.cold or served.waited
+        out, logprob, finished = served.result
         return Generation(clean_output(model.tokenizer.decode(out)), tuple(out), logprob, finished)
 
     def last_call_cold(self) -> bool:
-        """True when this thread's last greedy call had to create its llama context (its
-        timing says nothing about the next call)."""
-        decoder = getattr(self._local, "decoder", None)
-        return decoder is None or decoder.cold
+        """True when this thread's last greedy call's time was not the model's service time (the
+        deadline predictor's sample): it had to create the llama context, or it queued behind
+        another thread's batch (queueing, like time in the scheduler's queue, is not service)."""
+        return getattr(self._local, "atypical", True)
+
+    def batching(self) -> tuple[int, int]:
+        """(generate_many batches, greedy jobs they decoded) so far, for benchmarks."""
+        with self._lock:
+            batcher = self._batcher
+        return (batcher.batches, batcher.jobs) if batcher is not None else (0, 0)
 
     def check_draft(self, reading: str, context: str, surface: str) -> str | None:
         """Zenzai-style check of a whole conversion in one teacher-forced pass.
@@ -102,25 +115,24 @@ class ModelSlot:
             return None
         ids = model.tokenizer.encode(unicodedata.normalize("NFKC", surface))
         prompt = model.prompt_ids(reading, context, reserve=len(ids) + 1)
-        agreed, token = self._decoder(model).first_disagreement(_VERIFY, prompt, ids)
+        with self._batcher_for(model).exclusive() as pool:
+            agreed, token = pool.first_disagreement(_VERIFY, prompt, ids)
         if token in model.stop_ids:
             return None  # agrees to the end, or would stop early: keep the draft
         return clean_output(model.tokenizer.decode(ids[:agreed] + [token]))
 
-    def _decoder(self, model) -> GreedyPool:
-        decoder = getattr(self._local, "decoder", None)
-        if decoder is None:
-            decoder = GreedyPool(model.llama, model.options.n_threads, slots=SESSION_SEQUENCES)
-            with self._lock:
-                self._decoders.append(decoder)
-            self._local.decoder = decoder
-        return decoder
+    def _batcher_for(self, model) -> GreedyBatcher:
+        with self._lock:
+            if self._batcher is None:
+                pool = GreedyPool(model.llama, model.options.n_threads, slots=SESSION_SEQUENCES)
+                self._batcher = GreedyBatcher(pool)
+            return self._batcher
 
     def close(self) -> None:
         with self._lock:
-            decoders, self._decoders = self._decoders, []
-        for decoder in decoders:
-            decoder.close()
+            batcher, self._batcher = self._batcher, None
+        if batcher is not None:
+            batcher.close()
         model = self.get()
         if model is not None:
             model.close()

@@ -7,7 +7,8 @@ every job's prompt tail (+ draft) in one batch, then steps all unfinished jobs o
 llama_decode: on a CPU a decode of a few tokens costs little more than one, so owners that are
 ready together share the cost. Owners beyond the sequence ids are evicted least recently used
 first by saving their sequence state (llama.cpp's per-sequence state API), and restored the
-same way instead of re-prefilling. Every job's result is plain greedy's.
+same way instead of re-prefilling. Every job's result is plain greedy's, unless its
+`should_stop` abandons it between decode steps.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import ctypes
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from typing import AbstractSet, Hashable, Sequence
+from typing import AbstractSet, Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -77,6 +78,12 @@ class GreedyJob:
     max_new: int
     stop_ids: AbstractSet[int]
     draft: Sequence[int] | None = None  # None: the owner's previous output where it fits
+    # Asked before every decode step; True abandons the job (its result is None), e.g. a
+    # conversion superseded by a newer key while its batch runs.
+    should_stop: Callable[[], bool] | None = None
+
+    def stopping(self) -> bool:
+        return self.should_stop is not None and self.should_stop()
 
 
 @dataclass(frozen=True)
@@ -162,12 +169,13 @@ class GreedyPool:
     def context(self) -> LlamaContext | None:
         return self._ctx
 
-    def generate_many(self, jobs: Sequence[GreedyJob]) -> list[Result]:
-        """Plain greedy's result for every job (owners must differ), decoded together."""
+    def generate_many(self, jobs: Sequence[GreedyJob]) -> list[Result | None]:
+        """Plain greedy's result for every job (owners must differ), decoded together; None for
+        a job abandoned by its should_stop()."""
         if len({job.owner for job in jobs}) != len(jobs):
             raise ValueError("one job per owner")
         self._start_call()
-        results: list[Result] = [([], 0.0, False)] * len(jobs)
+        results: list[Result | None] = [([], 0.0, False)] * len(jobs)
         live = [i for i, job in enumerate(jobs) if job.prompt and job.max_new > 0]
         for group in range(0, len(live), self.slots):
             indices = live[group : group + self.slots]
@@ -251,7 +259,7 @@ class GreedyPool:
         self.draft_tokens = self.accepted_tokens = 0
         self.cold = False
 
-    def _generate_group(self, jobs: Sequence[GreedyJob]) -> list[Result]:
+    def _generate_group(self, jobs: Sequence[GreedyJob]) -> list[Result | None]:
         ctx = self._ensure_capacity([job.owner for job in jobs], sum(len(j.prompt) + j.max_new for j in jobs))
         seqs: list[int] = []
         for job in jobs:
@@ -270,22 +278,28 @@ class GreedyPool:
                 run.feed_draft_rows(rows)
                 if not run.done:
                     self._trim(ctx, seq, run.next_pos)  # drop the rejected part of the draft
-            active = [(run, seq) for run, seq in zip(runs, seqs) if not run.done]
+            abandoned: set[int] = set()
+            active = [i for i, run in enumerate(runs) if not run.done]
             while active:
-                logits = ctx.decode([run.out[-1] for run, _ in active], [run.next_pos for run, _ in active],
-                                    [seq for _, seq in active], [True] * len(active))
+                # An abandoned run keeps what it decoded so far (prompt + out minus its last token).
+                abandoned.update(i for i in active if jobs[i].stopping())
+                active = [i for i in active if i not in abandoned]
+                if not active:
+                    break
+                logits = ctx.decode([runs[i].out[-1] for i in active], [runs[i].next_pos for i in active],
+                                    [seqs[i] for i in active], [True] * len(active))
                 self.decode_calls += 1
                 self.decoded_tokens += len(active)
-                for (run, _), row in zip(active, logits):
-                    run.feed(row)
-                active = [(run, seq) for run, seq in active if not run.done]
+                for i, row in zip(active, logits):
+                    runs[i].feed(row)
+                active = [i for i in active if not runs[i].done]
             for run, seq in zip(runs, seqs):
                 self._keep(ctx, seq, _Memory((run.prompt + run.out)[: run.kv_len], run.prompt, list(run.out)))
         except InferenceError:
             self._forget_all(ctx)
             raise
         self.accepted_tokens += sum(run.accepted for run in runs)
-        return [run.result() for run in runs]
+        return [None if i in abandoned else run.result() for i, run in enumerate(runs)]
 
     def _decode_tails(self, ctx: LlamaContext, entries: Sequence[tuple[int, list[int], int]]) -> list[list[np.ndarray]]:
         """entries: (seq, tokens, prompt_len). Decode, in as few batches as n_batch allows, what
