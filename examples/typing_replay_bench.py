@@ -200,7 +200,7 @@ def main() -> int:
     parser.add_argument("--modes", default="paced,burst")
     parser.add_argument("--rate", type=float, default=10.0, help="keys per second when paced")
     parser.add_argument("--budget-ms", type=float, default=50.0)
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=ConversionSettings().workers, help="scheduler workers (default: the setting's default)")
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads per context")
     parser.add_argument("--fixed-tokens", type=int, default=12,
                         help="with --random-shape: tokens generated per chunk conversion")

@@ -12,7 +12,7 @@ from karukan_engine.conversion.factory import ConverterOptions, build_converter 
 from karukan_engine.conversion.fused import FusedConverter, build_fused_converter  # noqa: E402
 from karukan_engine.conversion.live_service import LiveService  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
-from karukan_engine.conversion.scheduler import JobContext, Priority  # noqa: E402
+from karukan_engine.conversion.scheduler import Cancelled, JobContext, Priority  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from karukan_engine.conversion.types import ConversionRequest, check_segments  # noqa: E402
 from karukan_engine.dictionary.learning import LearningStore  # noqa: E402
@@ -202,6 +202,22 @@ def test_superseded_refinement_stops(fused):
     ctx = JobContext("s", 0, Priority.LIVE, deadline=None)
     ctx._cancel.set()
     assert fused.live_refined(req(READINGS[0]), ctx) is None
+
+
+def test_a_key_superseded_during_the_model_call_leaves_the_decode_batch(base, model, system):
+    slot = ModelSlot(model, "tiny")
+    fused = FusedConverter(base, [slot], SETTINGS, lexicon=system)
+    ctx = JobContext("s", 0, Priority.LIVE, deadline=None)
+    real_greedy = slot.greedy
+
+    def newer_key_arrives_then_greedy(*args, **kwargs):
+        ctx._cancel.set()
+        return real_greedy(*args, **kwargs)
+
+    slot.greedy = newer_key_arrives_then_greedy
+    with pytest.raises(Cancelled):
+        fused.live_refined(req(READINGS[0]), ctx)
+    assert slot.batching()[1] == 0  # the job left the queue before anything was decoded
 
 
 def test_verify_scheme_returns_dictionary_paths(base, model, system):

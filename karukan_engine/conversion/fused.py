@@ -96,7 +96,7 @@ class FusedConverter:
         owner = ctx.session if ctx is not None else None
 
         def model_chunk(reading: str, context: str) -> str:
-            return self._model_chunk(slot, reading, context, owner)
+            return self._model_chunk(slot, reading, context, owner, stop)
 
         try:
             return self.chunks.refined(request.reading, request.left_context, self._dictionary_chunk,
@@ -122,12 +122,15 @@ class FusedConverter:
     def _dictionary_chunk(self, reading: str, context: str) -> str:
         return self.base.live(ConversionRequest(reading, context))
 
-    def _model_chunk(self, slot: ModelSlot, reading: str, context: str, owner=None) -> str:
+    def _model_chunk(self, slot: ModelSlot, reading: str, context: str, owner=None,
+                     should_stop=None) -> str:
+        """The chunk's live text; a superseded key leaves the shared decode batch at the next
+        step (scheduler.Cancelled, which ends the job without a result)."""
         learned = self._learned_best(reading, context)
         if learned is not None:
             return learned
         started = time.perf_counter()
-        generation = slot.greedy(reading, context, self.max_new_for(reading), owner)
+        generation = slot.greedy(reading, context, self.max_new_for(reading), owner, should_stop)
         if not slot.last_call_cold():
             # Per call: with the KV cache and the draft, a key costs about the same at any length.
             self.timings.observe(self.greedy_stage(slot), time.perf_counter() - started)

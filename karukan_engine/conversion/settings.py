@@ -60,7 +60,7 @@ class ConversionSettings:
     max_new_tokens: int = 48
     scheme: str = "rerank"            # "rerank" (score every candidate) or "verify" (Zenzai-style)
     verify_rounds: int = 3
-    workers: int = 1                  # scheduler worker threads (each owns llama contexts)
+    workers: int = 2                  # scheduler worker threads (sharing one batched decoder per model)
     light_model: str = ""             # a models.toml id or GGUF path used when the main one is late
     weights: FusionWeights = field(default_factory=FusionWeights)
 
