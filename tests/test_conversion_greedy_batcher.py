@@ -16,9 +16,7 @@ from karukan_engine.neural.greedy_pool import GreedyJob, GreedyPool  # noqa: E40
 from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
 from neural_support import tiny_model_dir  # noqa: E402
 from test_neural_greedy import fresh_greedy, same  # noqa: E402
-
-SENTENCES = ["きょうはいいてんきですね", "かいぎのしりょうをおくります", "わたしはがくせいです",
-             "とうきょうえきでまつ", "こうえんをさんぽする", "あしたはあめらしい"]
+from test_neural_greedy_pool import SENTENCES  # noqa: E402
 
 
 @pytest.fixture(scope="module", params=["llama", "gpt2"])
