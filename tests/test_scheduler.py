@@ -225,8 +225,34 @@ def test_budget_chooser_retries_a_refused_option_eventually():
     timings.observe("model", 1.0)
     chooser = BudgetChooser(timings, retry_after=3)
     model = Option("model", (("model", 1),))
-    picks = [chooser.choose([model], 0.01) for _ in range(6)]
+    picks = []
+    for _ in range(6):
+        picks.append(chooser.choose([model], 0.01))
+        if picks[-1] is model:
+            timings.observe("model", 1.0)  # the retry ran and was still slow
     assert picks == [None, None, model, None, None, model]
+
+
+def test_a_retry_measures_afresh_so_a_slow_spell_is_forgotten():
+    timings = StageTimings(margin=1.0)
+    for _ in range(10):
+        timings.observe("model", 1.0)      # a slow spell fills the window
+    chooser = BudgetChooser(timings, retry_after=3)
+    model = Option("model", (("model", 1),))
+    assert [chooser.choose([model], 0.05) for _ in range(3)] == [None, None, model]
+    timings.observe("model", 0.01)         # the retry was fast: the spell is over
+    assert [chooser.choose([model], 0.05) for _ in range(3)] == [model, model, model]
+
+
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=40), st.floats(0.0, 1.0))
+def test_forgotten_stages_are_estimated_from_new_samples_only(old, new):
+    timings = StageTimings(window=16, quantile=0.9, margin=1.2)
+    for seconds in old:
+        timings.observe("s", seconds)
+    timings.forget(["s"])
+    assert timings.estimate([("s", 1)]) is None
+    timings.observe("s", new)
+    assert timings.per_unit("s") == pytest.approx(new * 1.2)
 
 
 def test_stage_timings_use_a_high_quantile_with_margin():

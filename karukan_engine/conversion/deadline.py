@@ -7,8 +7,9 @@ run does not make it promise what the machine cannot keep.
 
 `choose` walks the options best first and takes the first whose estimate fits the remaining
 budget. A stage never measured is tried (that is how it gets measured). An option refused many
-times in a row is tried once anyway, so a slow spell (another process hogging the CPU) is not
-remembered forever.
+times in a row is tried once anyway, with its stages' old timings forgotten: the retry measures
+afresh, so a slow spell (another process hogging the CPU, a first call without a warm cache) is
+not remembered forever, while an option that is still slow is refused again.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ class StageTimings:
         with self._lock:
             samples = self._samples.setdefault(stage, deque(maxlen=self.window))
             samples.append(seconds / units)
+
+    def forget(self, stages: Sequence[str]) -> None:
+        """Drop the timings of these stages: the next observation starts their window afresh."""
+        with self._lock:
+            for stage in stages:
+                self._samples.pop(stage, None)
 
     def per_unit(self, stage: str) -> float | None:
         """Predicted seconds per unit of `stage` (with margin), None when never measured."""
@@ -91,5 +98,6 @@ class BudgetChooser:
                 self._refusals[option.name] = refused
                 if refused >= self.retry_after:
                     self._refusals[option.name] = 0
+                    self.timings.forget([stage for stage, _ in option.plan])
                     return option
         return None
