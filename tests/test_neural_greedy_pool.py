@@ -94,3 +94,26 @@ def test_edge_cases(model):
         assert pool.generate_many([]) == []
     finally:
         pool.close()
+
+
+def test_a_full_pool_grows_to_hold_every_resident_owner(model):
+    """Owners that outgrow the context make it grow once to hold them all: from then on every
+    call reuses its owner's cached prefix instead of re-creating the context and re-prefilling."""
+    pool = GreedyPool(model.llama, 1, slots=16)
+    try:
+        def round_of_typing(extra: str) -> list[tuple[bool, int]]:
+            seen = []
+            for owner in range(16):
+                prompt = model.prompt_ids(SENTENCES[owner % len(SENTENCES)] + extra, "ぶんみゃく" * (owner % 3))
+                pool.generate_many([GreedyJob(owner, prompt, 8, frozenset())])
+                seen.append((pool.cold, pool.reused_tokens))
+            return seen
+
+        round_of_typing("")
+        round_of_typing("よ")
+        later = round_of_typing("よね")
+        assert not any(cold for cold, _ in later)
+        assert all(reused > 0 for _, reused in later)
+        assert pool.context.n_ctx > 256
+    finally:
+        pool.close()

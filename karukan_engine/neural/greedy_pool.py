@@ -26,6 +26,9 @@ from karukan_engine.neural.runtime import LLAMA_MAX_SEQ, ContextSize, LlamaConte
 
 INITIAL_CELLS = 256
 MAX_BATCH = 256
+# A re-created context is sized for every resident owner's cells too (they are re-prefilled once,
+# then fit), up to this many cells; beyond it only the calling owners are sized for.
+MAX_POOL_CELLS = 8192
 SAVED_STATES = 32  # evicted owners' sequence states kept (least recently used dropped)
 # The previous output is the automatic draft only when at most this many tokens at the end of the
 # new prompt differ from the previous prompt. Typing or deleting a kana changes 1-2 tokens (kana +
@@ -338,7 +341,8 @@ class GreedyPool:
         self._ctx = None
         self._forget_all(None)
         self._saved.clear()  # states of a smaller context are not restored into a new one
-        self._ctx = LlamaContext(self._model, pool_context_size(needed, self.slots), self._n_threads)
+        cells = needed + kept if needed + kept <= MAX_POOL_CELLS else needed
+        self._ctx = LlamaContext(self._model, pool_context_size(cells, self.slots), self._n_threads)
         return self._ctx
 
     def _keep(self, ctx: LlamaContext, seq: int, memory: _Memory) -> None:
