@@ -232,28 +232,48 @@ def load_sets(paths: Sequence[Path] | None, limit: int, docs: bool) -> dict[str,
     return sets
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model, dev-set and output options this script shares with fusion_features.py."""
     parser.add_argument("--model", help="models.toml id or GGUF path (default: registry default)")
     parser.add_argument("--dev", type=Path, nargs="*", help="dev sets (default: data/eval/ sets)")
     parser.add_argument("--no-docs", action="store_true", help="skip the documentation held-out set")
     parser.add_argument("--limit", type=int, default=700, help="items per dev set (every k-th)")
-    parser.add_argument("--fit", action="store_true", help="fit the weights on the even rows first")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
 
+
+@dataclass
+class Pipeline:
+    dictionary: object   # SystemDictionary
+    base: object         # LatticeConverter over it, without learning or user dictionary
+    model: object        # NeuralModel
+    model_id: str
+    slot: ModelSlot
+
+
+def load_pipeline(args: argparse.Namespace) -> Pipeline:
     from karukan_engine.dictionary.system import SystemDictionary
     from karukan_engine.lattice.converter import LatticeConverter
-    from karukan_engine.neural.converter import NeuralConverter
     from karukan_engine.neural.model import ModelOptions
     from karukan_engine.neural.registry import load_model_by_id_or_path
 
     dictionary = SystemDictionary()
-    base = LatticeConverter(dictionary, None, None)
     model = load_model_by_id_or_path(args.model, ModelOptions(n_threads=args.threads))
     model_id = args.model or "default"
-    slot = ModelSlot(model, model_id)
+    return Pipeline(dictionary, LatticeConverter(dictionary, None, None), model, model_id, ModelSlot(model, model_id))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(parser)
+    parser.add_argument("--fit", action="store_true", help="fit the weights on the even rows first")
+    args = parser.parse_args()
+
+    from karukan_engine.neural.converter import NeuralConverter
+
+    pipeline = load_pipeline(args)
+    dictionary, base, model, model_id, slot = (pipeline.dictionary, pipeline.base, pipeline.model,
+                                               pipeline.model_id, pipeline.slot)
     settings = ConversionSettings().for_model(model_id)
     sets = load_sets(args.dev, args.limit, docs=not args.no_docs)
 

@@ -33,10 +33,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fused_quality import gather_evidence, load_sets, request_of  # noqa: E402
+from fused_quality import add_common_arguments, gather_evidence, load_pipeline, load_sets, request_of  # noqa: E402
 
 from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
-from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from karukan_engine.conversion.ranking import Evidence  # noqa: E402
 from karukan_engine.evaluation.metrics import EvalItem  # noqa: E402
@@ -156,24 +155,12 @@ def report(fit: RowsBySet, held: RowsBySet, tops_of: Callable[[list[Row]], Seque
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", help="models.toml id or GGUF path (default: registry default)")
-    parser.add_argument("--dev", type=Path, nargs="*", help="dev sets (default: data/eval/ sets)")
-    parser.add_argument("--no-docs", action="store_true", help="skip the documentation held-out set")
-    parser.add_argument("--limit", type=int, default=700, help="items per dev set (every k-th)")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--json", type=Path)
+    add_common_arguments(parser)
     args = parser.parse_args()
 
-    from karukan_engine.dictionary.system import SystemDictionary
-    from karukan_engine.lattice.converter import LatticeConverter
-    from karukan_engine.neural.model import ModelOptions
-    from karukan_engine.neural.registry import load_model_by_id_or_path
-
-    dictionary = SystemDictionary()
-    base = LatticeConverter(dictionary, None, None)
-    model = load_model_by_id_or_path(args.model, ModelOptions(n_threads=args.threads))
-    slot = ModelSlot(model, args.model or "default")
-    fused = FusedConverter(base, [slot], ConversionSettings(), lexicon=dictionary)
+    pipeline = load_pipeline(args)
+    slot, model = pipeline.slot, pipeline.model
+    fused = FusedConverter(pipeline.base, [slot], ConversionSettings(), lexicon=pipeline.dictionary)
     sets = load_sets(args.dev, args.limit, docs=not args.no_docs)
 
     fit: RowsBySet = {}

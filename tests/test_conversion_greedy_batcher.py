@@ -13,17 +13,8 @@ from karukan_engine.conversion.greedy_batcher import GreedyBatcher  # noqa: E402
 from karukan_engine.conversion.scheduler import Cancelled  # noqa: E402
 from karukan_engine.neural.errors import InferenceError  # noqa: E402
 from karukan_engine.neural.greedy_pool import GreedyJob, GreedyPool  # noqa: E402
-from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
-from neural_support import tiny_model_dir  # noqa: E402
-from test_neural_greedy import fresh_greedy, same  # noqa: E402
+from test_neural_greedy import fresh_greedy, model, same  # noqa: E402,F401  (model: the shared tiny-model fixture)
 from test_neural_greedy_pool import SENTENCES  # noqa: E402
-
-
-@pytest.fixture(scope="module", params=["llama", "gpt2"])
-def model(request):
-    m = load_model(tiny_model_dir(request.param), ModelOptions(n_threads=1))
-    yield m
-    m.close()
 
 
 @pytest.fixture

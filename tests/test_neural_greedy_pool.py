@@ -6,19 +6,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 pytest.importorskip("llama_cpp")
 
 from karukan_engine.neural.greedy_pool import GreedyJob, GreedyPool  # noqa: E402
-from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
-from neural_support import tiny_model_dir  # noqa: E402
-from test_neural_greedy import fresh_greedy, same  # noqa: E402
+from test_neural_greedy import fresh_greedy, model, same  # noqa: E402,F401  (model: the shared tiny-model fixture)
 
 SENTENCES = ["きょうはいいてんきですね", "かいぎのしりょうをおくります", "わたしはがくせいです",
              "とうきょうえきでまつ", "こうえんをさんぽする", "あしたはあめらしい"]
-
-
-@pytest.fixture(scope="module", params=["llama", "gpt2"])
-def model(request):
-    m = load_model(tiny_model_dir(request.param), ModelOptions(n_threads=1))
-    yield m
-    m.close()
 
 
 def test_owners_typing_together_get_plain_greedy(model):
