@@ -35,7 +35,7 @@ def test_interleaved_sessions_get_plain_greedy(model):
                 got = slot.greedy(reading, "", 10, owner=session)
                 expected, _, finished = fresh_greedy(model.llama, model.prompt_ids(reading), 10, model.stop_ids)
                 assert (list(got.token_ids), got.finished) == (expected, finished), (session, reading)
-            assert not slot.last_call_cold()
+            assert not slot.last_call_atypical()
     finally:
         slot.close()
 
@@ -118,14 +118,14 @@ def test_a_call_that_queued_behind_a_batch_is_no_timing_sample(model):
     slot = ModelSlot(model, "tiny")
     try:
         slot.greedy(READINGS[0][:3], "", 10, owner="a")  # creates the llama context: cold
-        assert slot.last_call_cold()
+        assert slot.last_call_atypical()
         slot.greedy(READINGS[0][:4], "", 10, owner="a")
-        assert not slot.last_call_cold()
+        assert not slot.last_call_atypical()
         sample = []
 
         def convert_and_look() -> None:
             slot.greedy(READINGS[0][:5], "", 10, owner="a")
-            sample.append(slot.last_call_cold())
+            sample.append(slot.last_call_atypical())
 
         batcher = slot._batcher_for(model)
         queued = threading.Thread(target=convert_and_look)

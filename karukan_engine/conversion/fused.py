@@ -131,7 +131,7 @@ class FusedConverter:
             return learned
         started = time.perf_counter()
         generation = slot.greedy(reading, context, self.max_new_for(reading), owner, should_stop)
-        if not slot.last_call_cold():
+        if not slot.last_call_atypical():
             # Per call: with the KV cache and the draft, a key costs about the same at any length.
             self.timings.observe(self.greedy_stage(slot), time.perf_counter() - started)
         dictionary_text = self._dictionary_chunk(reading, context)

@@ -92,7 +92,7 @@ class ModelSlot:
         out, logprob, finished = served.result
         return Generation(clean_output(model.tokenizer.decode(out)), tuple(out), logprob, finished)
 
-    def last_call_cold(self) -> bool:
+    def last_call_atypical(self) -> bool:
         """True when this thread's last greedy call's time was not the model's service time (the
         deadline predictor's sample): it had to create the llama context, or it queued behind
         another thread's batch (queueing, like time in the scheduler's queue, is not service)."""
