@@ -2,8 +2,9 @@
 """Session benchmark: key → view latency through the Session (romaji, state machine, converter).
 
 Types sentences key by key (romaji, then Space to convert and Return to commit) and times every
-process_key call, with the plain kana converter and with the dictionary converter (the lattice,
-no model). Nothing here needs a model or the network.
+process_key call, with the plain kana converter, the dictionary converter (the lattice, no model)
+and the default fused pipeline (dictionary + the bundled model, live conversion synchronous as in
+`karukan keys`; `--no-model` skips it). Nothing here needs the network.
 
     python examples/session_bench.py                 # table on stdout
     python examples/session_bench.py --json out.json --repeats 20
@@ -76,10 +77,22 @@ def dictionary_converter():
         return None
 
 
+def fused_converter():
+    from karukan_engine.conversion.factory import ConverterOptions, build_converter
+    from karukan_engine.conversion.fused import FusedConverter
+
+    converter = build_converter(ConverterOptions())
+    if not isinstance(converter, FusedConverter):
+        print("no model installed: fused pipeline skipped", file=sys.stderr)
+        return None
+    return converter
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=10, help="passes over the sentences (default 10)")
     parser.add_argument("--json", type=Path, help="write the rows and machine info here")
+    parser.add_argument("--no-model", action="store_true", help="skip the fused pipeline")
     args = parser.parse_args()
 
     converters = [("plain", PlainConverter())]
@@ -88,6 +101,9 @@ def main() -> int:
     load_ms = (time.perf_counter() - start) * 1000
     if lattice is not None:
         converters.append(("dictionary", lattice))
+    fused = None if args.no_model else fused_converter()
+    if fused is not None:
+        converters.append(("fused", fused))
 
     rows = []
     for name, converter in converters:

@@ -62,16 +62,36 @@ async def _call(bus: MessageBus, dest: str, path: str, iface: str, member: str, 
     return list(reply.body)
 
 
-class IBusApp:
-    """One application input context on ibus-daemon."""
-
-    IFACE = "org.freedesktop.IBus.InputContext"
+class _AppContext:
+    """What both frontends' application contexts share: the bus, the context's object path, what
+    the signals showed, and key taps; subclasses send keys and parse their frontend's signals."""
 
     def __init__(self, bus: MessageBus, path: str) -> None:
         self.bus = bus
         self.path = path
         self.shown = Shown()
         bus.add_message_handler(self._on_message)
+
+    async def key(self, keyval: int, state: int = 0, release: bool = False) -> bool:
+        raise NotImplementedError
+
+    def _on_message(self, msg: Message) -> bool:
+        raise NotImplementedError
+
+    async def tap(self, keyval: int, state: int = 0) -> bool:
+        """Press and release; the press's answer."""
+        handled = await self.key(keyval, state)
+        await self.key(keyval, state, release=True)
+        return handled
+
+    def disconnect(self) -> None:
+        self.bus.disconnect()
+
+
+class IBusApp(_AppContext):
+    """One application input context on ibus-daemon."""
+
+    IFACE = "org.freedesktop.IBus.InputContext"
 
     @classmethod
     async def connect(cls, address: str, name: str = "karukan-test") -> "IBusApp":
@@ -107,12 +127,6 @@ class IBusApp:
         (handled,) = await self.ic("ProcessKeyEvent", "uuu", [keyval, 0, state | (RELEASE_MASK if release else 0)])
         return handled
 
-    async def tap(self, keyval: int, state: int = 0) -> bool:
-        """Press and release; the press's answer."""
-        handled = await self.key(keyval, state)
-        await self.key(keyval, state, release=True)
-        return handled
-
     def _on_message(self, msg: Message) -> bool:
         if msg.message_type != MessageType.SIGNAL or msg.path != self.path:
             return False
@@ -140,20 +154,11 @@ class IBusApp:
             s.forwarded.append((body[0], body[2], bool(body[2] & RELEASE_MASK)))
         return True
 
-    def disconnect(self) -> None:
-        self.bus.disconnect()
 
-
-class FcitxApp:
+class FcitxApp(_AppContext):
     """One application input context on fcitx5's D-Bus frontend."""
 
     IFACE = "org.fcitx.Fcitx.InputContext1"
-
-    def __init__(self, bus: MessageBus, path: str) -> None:
-        self.bus = bus
-        self.path = path
-        self.shown = Shown()
-        bus.add_message_handler(self._on_message)
 
     @classmethod
     async def connect(cls, address: str, program: str = "karukan-test", caps: int = FCITX_CAPS) -> "FcitxApp":
@@ -184,11 +189,6 @@ class FcitxApp:
         (handled,) = await self.ic("ProcessKeyEvent", "uuubu", [keyval, 0, state, release, 0])
         return handled
 
-    async def tap(self, keyval: int, state: int = 0) -> bool:
-        handled = await self.key(keyval, state)
-        await self.key(keyval, state, release=True)
-        return handled
-
     def _on_message(self, msg: Message) -> bool:
         if msg.message_type != MessageType.SIGNAL or msg.path != self.path:
             return False
@@ -208,6 +208,3 @@ class FcitxApp:
         elif msg.member == "ForwardKey":
             s.forwarded.append((body[0], body[1], body[2]))
         return True
-
-    def disconnect(self) -> None:
-        self.bus.disconnect()

@@ -146,6 +146,22 @@ def test_explicit_candidates_merge_model_and_dictionary(fused, model, base):
     assert "variant" not in sources or all(s == "variant" for s in sources[sources.index("variant"):])
 
 
+def test_without_a_model_say_the_model_runs_only_when_its_candidates_can_show(base, model, system, monkeypatch):
+    never = FusedConverter(base, [ModelSlot(model, "tiny")], replace(
+        SETTINGS, weights=replace(SETTINGS.weights, lattice=0.0, unaligned=0.0, nll=0.0)), system)
+    reading = "ぬ"   # the lattice writes it only two ways
+    dictionary = [c for c in base.candidates(req(reading), 10) if c.source != "variant"]
+    full = never.candidates(req(reading), 10)
+    calls = []
+    real = never._model_candidates
+    monkeypatch.setattr(never, "_model_candidates", lambda *a: calls.append(a) or real(*a))
+    # The dictionary's candidates fill the places asked for: the model cannot show there.
+    assert never.candidates(req(reading), len(dictionary)) == full[:len(dictionary)] and not calls
+    # More places than the dictionary fills: the model's candidates follow its, as before.
+    assert never.candidates(req(reading), 10) == full and len(calls) == 1
+    assert [c.surface for c in full[:len(dictionary)]] == [c.surface for c in dictionary]
+
+
 def test_weights_decide_the_order(base, model, system):
     reading = READINGS[0]
     model_heavy = FusedConverter(base, [ModelSlot(model, "tiny")], replace(

@@ -4,10 +4,14 @@ import unicodedata
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("llama_cpp")
 
 from karukan_engine.neural.model import ModelOptions, load_model
+from karukan_engine.neural.nll import _rounded_up
+from karukan_engine.neural.runtime import ContextSize, GrowingContext
 from neural_support import fresh_logprobs, tiny_model_dir
 
 SURFACES = ["漢字", "感じ", "幹事", "かんじ", "カンジ", "", "漢字を書く", "鬱"]
@@ -56,3 +60,22 @@ def test_calls_are_independent(model):
     scorer.score_many("こうえん", "子どもと", ["公園", "講演"])
     assert scorer.score("かんじ", "", "漢字") == pytest.approx(a, abs=1e-6)
     assert scorer.score_many("かんじ", "", []) == []
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(requests=st.lists(st.tuples(st.integers(1, 700), st.integers(1, 64), st.integers(1, 8)), min_size=1, max_size=6))
+def test_a_growing_context_is_recreated_only_when_a_request_does_not_fit(model, requests):
+    contexts = GrowingContext(model.llama, 1, _rounded_up)
+    try:
+        grown = ContextSize(0, 0, 0)
+        for n_ctx, n_batch, n_seq in requests:
+            size = ContextSize(n_ctx, n_batch, n_seq)
+            before = contexts.ctx
+            ctx = contexts.get(size)
+            assert ctx.size.covers(size) and ctx.size.covers(grown)   # never smaller than before
+            assert (ctx is before) == (before is not None and before.size.covers(size))
+            assert ctx.size.n_ctx & (ctx.size.n_ctx - 1) == 0 and ctx.size.n_ctx >= 256
+            grown = ctx.size
+    finally:
+        contexts.free()
+    assert contexts.ctx is None

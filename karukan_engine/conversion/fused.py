@@ -182,7 +182,7 @@ class FusedConverter:
         try:
             if self.settings.scheme == "verify" and self.aligner is not None:
                 return self._verified(slots[0], request, base)[:n]
-            return self._reranked(slots[0], model, request, base)[:n]
+            return self._reranked(slots[0], model, request, base, n)[:n]
         except NeuralError as exc:
             log.warning("model conversion failed: %s", type(exc).__name__)
             return base[:n]
@@ -204,13 +204,16 @@ class FusedConverter:
                                               max_new=self.max_new_for(tail))]
         return [Candidate(head + text, source=MODEL_SOURCE) for text in texts if _presentable(text)]
 
-    def _reranked(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate]) -> list[Candidate]:
-        pool = dedup(base + self._model_candidates(slot, model, request))
+    def _reranked(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate],
+                  n: int) -> list[Candidate]:
         if self.model_never_wins():
-            # Only learning and the pool's order can count: skip the NLL pass and alignments.
-            evidence = [Evidence(c, learning=_learning(c)) for c in pool]
+            # Only learning and the pool's order can count: skip the NLL pass and alignments,
+            # and the model's candidates too when the dictionary's fill the n shown before them.
+            shown = dedup(c for c in base if c.source != "variant")
+            extra = [] if len(shown) >= n else self._model_candidates(slot, model, request)
+            evidence = [Evidence(c, learning=_learning(c)) for c in dedup(base + extra)]
         else:
-            evidence = self._weigh(model, request, pool)
+            evidence = self._weigh(model, request, dedup(base + self._model_candidates(slot, model, request)))
         return rank(evidence, len(request.reading), self.settings.weights)
 
     def evidence(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate]) -> list[Evidence]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from karukan_engine.neural.errors import InferenceError
 from karukan_engine.neural.logprob import log_normalizers, top_k_rows
-from karukan_engine.neural.runtime import LLAMA_MAX_SEQ, ContextSize, LlamaContext, LlamaModel
+from karukan_engine.neural.runtime import LLAMA_MAX_SEQ, ContextSize, GrowingContext, LlamaContext, LlamaModel
 
 MAX_BEAM = LLAMA_MAX_SEQ // 2  # live + scratch slots must fit llama.cpp's 256 sequences
 KV_HEADROOM_CELLS = 64
@@ -102,20 +102,8 @@ class BeamSearcher:
     """Owns one reusable beam context (grown on demand); one per thread."""
 
     def __init__(self, model: LlamaModel, n_threads: int) -> None:
-        self._model = model
-        self._n_threads = n_threads
-        self._ctx: LlamaContext | None = None
+        self._contexts = GrowingContext(model, n_threads)
         self.decoded_tokens = 0  # tokens sent to llama_decode by the last call (for benchmarks)
-
-    def _context(self, size: ContextSize) -> LlamaContext:
-        if self._ctx is not None and self._ctx.size.covers(size):
-            return self._ctx
-        if self._ctx is not None:
-            size = self._ctx.size.union(size)
-            self._ctx.free()
-            self._ctx = None
-        self._ctx = LlamaContext(self._model, size, self._n_threads)
-        return self._ctx
 
     def search(self, prompt: Sequence[int], max_new: int, beam: int, stop_ids: AbstractSet[int]) -> list[Hypothesis]:
         """Best-first hypotheses (at most `beam`); [] when there is nothing to do."""
@@ -125,7 +113,7 @@ class BeamSearcher:
         beam = clamp_beam(beam)
         prompt = list(prompt)
         base = len(prompt)
-        ctx = self._context(beam_context_size(base, beam, max_new))
+        ctx = self._contexts.get(beam_context_size(base, beam, max_new))
         ctx.clear()
         try:
             logits = ctx.decode_run(prompt, 0, seq=0)
@@ -160,9 +148,7 @@ class BeamSearcher:
 
     @property
     def context(self) -> LlamaContext | None:
-        return self._ctx
+        return self._contexts.ctx
 
     def close(self) -> None:
-        if self._ctx is not None:
-            self._ctx.free()
-            self._ctx = None
+        self._contexts.free()

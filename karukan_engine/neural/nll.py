@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from karukan_engine.neural.logprob import log_softmax_rows
-from karukan_engine.neural.runtime import LLAMA_MAX_SEQ, ContextSize, LlamaContext, LlamaModel
+from karukan_engine.neural.runtime import LLAMA_MAX_SEQ, ContextSize, GrowingContext, LlamaContext, LlamaModel
 
 MAX_SCORE_BATCH = 512
 MAX_CANDIDATES_PER_ROUND = LLAMA_MAX_SEQ - 1  # sequence 0 holds the prompt
@@ -25,29 +25,22 @@ def nll_per_char(rows_logprob: np.ndarray, targets: Sequence[int], n_chars: int)
     return float(-picked.sum() / max(1, n_chars))
 
 
+def _rounded_up(size: ContextSize) -> ContextSize:
+    """Powers of two from 256 cells: candidate sets of slowly growing length share a context."""
+    cells = 256
+    while cells < size.n_ctx:
+        cells *= 2
+    return ContextSize(cells, max(size.n_batch, 64), max(size.n_seq_max, 1))
+
+
 class NllScorer:
     """Scores surfaces with its own llama context; use one per thread. The context is cleared
     at the start of every call, so calls are independent."""
 
     def __init__(self, model: LlamaModel, n_threads: int, eos_id: int) -> None:
         self._model = model
-        self._n_threads = n_threads
         self._eos_id = eos_id
-        self._ctx: LlamaContext | None = None
-
-    def _context(self, size: ContextSize) -> LlamaContext:
-        if self._ctx is not None and self._ctx.size.covers(size):
-            return self._ctx
-        if self._ctx is not None:
-            size = self._ctx.size.union(size)
-            self._ctx.free()
-            self._ctx = None
-        cells = 256
-        while cells < size.n_ctx:
-            cells *= 2
-        grown = ContextSize(cells, max(size.n_batch, 64), max(size.n_seq_max, 1))
-        self._ctx = LlamaContext(self._model, grown, self._n_threads)
-        return self._ctx
+        self._contexts = GrowingContext(model, n_threads, _rounded_up)
 
     def _targets(self, surface_ids: Sequence[int], with_eos: bool) -> list[int]:
         return list(surface_ids) + ([self._eos_id] if with_eos else [])
@@ -59,7 +52,7 @@ class NllScorer:
             return 0.0
         full = list(prompt) + list(surface_ids)
         base = len(prompt)
-        ctx = self._context(ContextSize(len(full) + 1, min(len(full), MAX_SCORE_BATCH), 1))
+        ctx = self._contexts.get(ContextSize(len(full) + 1, min(len(full), MAX_SCORE_BATCH), 1))
         ctx.clear()
         try:
             rows = []
@@ -81,7 +74,7 @@ class NllScorer:
         total = sum(len(s) for s in surfaces)
         groups = min(len(surfaces), MAX_CANDIDATES_PER_ROUND)
         size = ContextSize(base + total + KV_SLACK, max(min(MAX_SCORE_BATCH, total), base, 1), groups + 1)
-        ctx = self._context(size)
+        ctx = self._contexts.get(size)
         ctx.clear()
         scores: list[float] = [0.0] * len(surfaces)
         try:
@@ -118,6 +111,4 @@ class NllScorer:
             ctx.seq_rm(seq)
 
     def close(self) -> None:
-        if self._ctx is not None:
-            self._ctx.free()
-            self._ctx = None
+        self._contexts.free()

@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -310,3 +310,30 @@ class LlamaContext:
             self._lib.llama_free(self.ptr)
             self.ptr = None
             self.mem = None
+
+
+class GrowingContext:
+    """A llama context kept between calls: re-created (never smaller than before) only when a
+    call needs more than it has, so steady use allocates once. `shape` may round a requested
+    size up (say, to a power of two) so that slowly growing requests do not re-create it often."""
+
+    def __init__(self, model: LlamaModel, n_threads: int,
+                 shape: Callable[[ContextSize], ContextSize] = lambda size: size) -> None:
+        self._model = model
+        self._n_threads = n_threads
+        self._shape = shape
+        self.ctx: LlamaContext | None = None
+
+    def get(self, size: ContextSize) -> LlamaContext:
+        if self.ctx is not None and self.ctx.size.covers(size):
+            return self.ctx
+        if self.ctx is not None:
+            size = self.ctx.size.union(size)
+            self.free()
+        self.ctx = LlamaContext(self._model, self._shape(size), self._n_threads)
+        return self.ctx
+
+    def free(self) -> None:
+        if self.ctx is not None:
+            self.ctx.free()
+            self.ctx = None
