@@ -37,7 +37,8 @@ Public API (stable; used by the fusion layer):
 
 Lower level, for decoders built elsewhere: runtime.LlamaModel / LlamaContext(model.llama,
 ContextSize(n_ctx, n_batch, n_seq_max), n_threads) with checked decode / decode_run / seq_cp /
-seq_rm / clear; logprob.argmax_logprob / top_k_rows; testing.write_model_dir for tiny models;
+seq_rm / clear; runtime.GrowingContext keeps one context between calls and re-creates it only when a
+call needs more; logprob.argmax_logprob / top_k_rows; testing.write_model_dir for tiny models;
 greedy_pool.GreedyPool(model.llama, n_threads, slots).generate_many([GreedyJob(owner, prompt,
 max_new, stop_ids, draft=None), ...]) decodes many owners' greedy jobs in shared batches (one
 sequence id per owner; GreedySession is its one-sequence form).
