@@ -122,8 +122,20 @@ async def ibus_engine_check(address: str) -> Check:
                                        "(restart it with IBUS_COMPONENT_PATH including our component)")
 
 
+def dictionary_check(directory: Path | None = None) -> Check:
+    """Whether the compiled system dictionary loads; without it the engine types kana only."""
+    from karukan_engine.dictionary.system import DEFAULT_DIR, DictionaryFormatError, SystemDictionary
+
+    try:
+        dictionary = SystemDictionary(directory or DEFAULT_DIR)
+    except (FileNotFoundError, DictionaryFormatError) as exc:
+        return Check("system dictionary", False, f"{exc} (conversion falls back to kana)")
+    return Check("system dictionary", True, f"{dictionary.meta['entries']:,} entries, checksums match")
+
+
 def run_doctor() -> tuple[list[Check], bool]:
     checks = installed_checks([user_layout(), system_layout()])
+    checks.append(dictionary_check())
     checks += asyncio.run(bus_checks())
     installed = any(c.ok for c in checks if c.name.startswith("install"))
     engine = next((c.ok for c in checks if c.name == "engine service"), False)

@@ -35,7 +35,10 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(REPO))
 import dictionary_fetch  # noqa: E402  (sibling tool module)
+
+from karukan_engine.dictionary.system import FORMAT_VERSION, HASHED_FILES, file_sha256  # noqa: E402
 
 OUTPUT = REPO / "karukan_engine" / "data" / "dictionary"
 CACHE = REPO / "work_data"
@@ -250,7 +253,7 @@ def compile_dictionary(source: Path, output: Path, provenance: dict[str, str]) -
         "".join(f"{r}\t{s}\t{d}\n" for r, s, d in symbols), encoding="utf-8")
     noun_id = _first_id(features, "名詞,一般,", None)
     meta = {
-        "format": 1,
+        "format": FORMAT_VERSION,
         "entries": len(readings),
         "readings": len(reading_trie),
         "stored_surfaces": len(surface_trie),
@@ -262,6 +265,8 @@ def compile_dictionary(source: Path, output: Path, provenance: dict[str, str]) -
         "user_pos": {name: forms[0][2] for name, forms in user_forms.items()},
         "user_pos_forms": user_forms,
         "source": provenance,
+        # Checked at every load: marisa reads a damaged trie without complaint and may crash.
+        "sha256": {name: file_sha256(output / name) for name in HASHED_FILES},
     }
     (output / "meta.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n",
                                       encoding="utf-8")

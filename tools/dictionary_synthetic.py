@@ -48,6 +48,10 @@ WORDS = [  # reading, POS id, cost, surface
 ]
 
 
+# Mozc's symbol.tsv columns: POS, symbol, readings, description.
+SYMBOLS = "POS\tCHAR\tREADING\tDESCRIPTION\n記号\t→\tやじるし みぎ\t右矢印\n記号\t☆\tほし\t白星\n"
+
+
 def write_source(root: Path, words=WORDS, matrix=None, seed: int = 0) -> Path:
     """Write the tree under root and return its src/data directory."""
     data = root / "src" / "data"
@@ -68,6 +72,8 @@ def write_source(root: Path, words=WORDS, matrix=None, seed: int = 0) -> Path:
     (rules / "boundary.def").write_text(BOUNDARY, encoding="utf-8")
     (rules / "user_pos.def").write_text(USER_POS, encoding="utf-8")
     (rules / "cforms.def").write_text(CFORMS, encoding="utf-8")
+    (data / "symbol").mkdir(exist_ok=True)
+    (data / "symbol" / "symbol.tsv").write_text(SYMBOLS, encoding="utf-8")
     return data
 
 

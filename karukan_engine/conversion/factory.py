@@ -52,8 +52,11 @@ def _dictionary_converter() -> Converter | None:
         from karukan_engine.lattice.converter import LatticeConverter
     except ImportError:
         return None
+    from karukan_engine.dictionary.system import DictionaryFormatError
+
     try:
         return LatticeConverter.load_default()
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, DictionaryFormatError) as exc:
+        # Typing must keep working: kana only, with the reason in the log (no user text in it).
         log.warning("system dictionary unavailable (%s); using kana only", exc)
         return None

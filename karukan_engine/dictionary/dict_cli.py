@@ -15,10 +15,9 @@ def _pos_names() -> set[str] | None:
     from karukan_engine.dictionary.system import DEFAULT_DIR
 
     try:
-        meta = json.loads((DEFAULT_DIR / "meta.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        return set(json.loads((DEFAULT_DIR / "meta.json").read_text(encoding="utf-8"))["user_pos"])
+    except (OSError, ValueError, KeyError, TypeError):   # missing or damaged: not built
         return None
-    return set(meta["user_pos"])
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -74,7 +74,8 @@ class LatticeConverter:
     @classmethod
     def load_default(cls, directory: Path = DEFAULT_DIR) -> "LatticeConverter":
         """The bundled system dictionary with the user's dictionary and learning history.
-        Raises FileNotFoundError when the compiled dictionary is missing."""
+        Raises FileNotFoundError when the compiled dictionary is missing, DictionaryFormatError
+        when it is damaged."""
         dictionary = SystemDictionary(directory)
         user = UserDictionary(pos_names=dictionary.user_pos)
         return cls(dictionary, user, LearningStore())

@@ -204,6 +204,7 @@ def test_doctor_sees_ibus_and_our_engine(ibus_desktop):
     assert "[ok] ibus-daemon: running" in result.stdout, result.stdout
     assert "[ok] ibus engine: 'karukan' is available" in result.stdout
     assert "[ok] install (user): ibus component, D-Bus activation, systemd unit" in result.stdout
+    assert "[ok] system dictionary: " in result.stdout
 
 
 def test_panel_cursor_buttons_move_the_candidate_cursor(ibus_desktop):
