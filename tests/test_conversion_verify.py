@@ -86,3 +86,24 @@ def test_the_bundled_model_revises_lattice_drafts_into_dictionary_paths(system, 
                 assert prefix and not draft.startswith(prefix) and result.startswith(prefix)
         slot.close()
     assert revised >= 1   # the bundled model disagrees with the lattice on these readings
+
+
+def test_the_verify_scheme_puts_the_revision_first_unless_the_user_chose(system, tmp_path):
+    from karukan_engine.conversion.fused import FusedConverter
+    from karukan_engine.conversion.settings import ConversionSettings
+    from karukan_engine.dictionary.learning import LearningStore
+    from karukan_engine.neural.model import ModelOptions, load_model
+
+    base = LatticeConverter(system, None, LearningStore(tmp_path / "learning.json"))
+    lattice_best = base.candidates(ConversionRequest(READING, ""), 1)[0].surface
+    with load_model(PACKAGE_MODEL_DIR, ModelOptions(n_threads=1)) as model:
+        slot = ModelSlot(model, "karukan-bundled")
+        fused = FusedConverter(base, [slot], ConversionSettings(scheme="verify"), lexicon=system)
+        expected = verify_draft(slot, fused.aligner, READING, "", lattice_best, fused.settings.verify_rounds)
+        assert expected != lattice_best
+        top = fused.candidates(ConversionRequest(READING, ""), 5)
+        assert top[0].surface == expected and top[0].source == "model"
+        assert lattice_best in [c.surface for c in top]
+        fused.record([(READING, lattice_best)])   # the user picked the lattice's text before
+        assert fused.candidates(ConversionRequest(READING, ""), 5)[0].surface == lattice_best
+        fused.close()

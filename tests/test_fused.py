@@ -321,3 +321,13 @@ def test_a_late_main_model_hands_live_conversion_to_the_light_one(base, model, s
         assert fused.live_quick(req("とうきょうへいく")) == refined   # the light text stays shown
     finally:
         light.close()
+
+
+def test_a_model_failing_while_typing_leaves_the_dictionary_text(base, model_dir, system, caplog):
+    broken = load_model(model_dir)
+    fused = FusedConverter(base, [ModelSlot(broken, "tiny")], SETTINGS, lexicon=system)
+    broken.close()   # every llama.cpp call now fails with a NeuralError
+    reading = READINGS[1]
+    assert fused.live_refined(req(reading)) is None
+    assert fused.live(req(reading)) == base.live(req(reading))
+    assert "live model conversion failed" in caplog.text and reading not in caplog.text
