@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("llama_cpp")
 
@@ -15,6 +17,7 @@ from karukan_engine.neural.errors import (
     TokenizerError,
 )
 from karukan_engine.neural.model import ModelOptions, load_model
+from karukan_engine.neural import runtime
 from karukan_engine.neural.runtime import ContextSize, LlamaContext
 from karukan_engine.neural.tokenizer import GgufTokenizer, HfTokenizer
 from neural_support import tiny_model_dir
@@ -161,3 +164,33 @@ def test_logit_rows_follow_batch_order_across_sequences(model):
             assert np.allclose(row, expected, atol=1e-3)
     finally:
         ctx.free()
+
+
+_KEYS = st.text(st.characters(min_codepoint=0x61, max_codepoint=0x7A) | st.sampled_from("._"), min_size=1, max_size=40)
+_VALUES = st.booleans() | st.integers(-2**63, 2**63 - 1) | st.floats(allow_nan=False) | st.text(max_size=40)
+
+
+@settings(max_examples=50, deadline=None)
+@given(overrides=st.dictionaries(_KEYS, _VALUES, max_size=5))
+def test_kv_override_array_carries_each_value_with_its_type(overrides):
+    lib = runtime.llama()
+    array = runtime._kv_override_array(overrides)
+    assert len(array) == len(overrides) + 1 and array[-1].key == b""
+    tags = {bool: lib.LLAMA_KV_OVERRIDE_TYPE_BOOL, int: lib.LLAMA_KV_OVERRIDE_TYPE_INT,
+            float: lib.LLAMA_KV_OVERRIDE_TYPE_FLOAT, str: lib.LLAMA_KV_OVERRIDE_TYPE_STR}
+    for item, (key, value) in zip(array, overrides.items()):
+        assert item.key == key.encode() and item.tag == tags[type(value)]
+        if isinstance(value, str):
+            assert bytes(item.value.val_str).rstrip(b"\0").decode() == value
+        elif isinstance(value, bool):
+            assert item.value.val_bool == value
+        elif isinstance(value, int):
+            assert item.value.val_i64 == value
+        else:
+            assert item.value.val_f64 == value
+
+
+@pytest.mark.parametrize("overrides", [{"k" * 128: 1}, {"key": "v" * 128}, {"key": None}, {"key": [1]}])
+def test_kv_overrides_that_do_not_fit_are_refused(overrides):
+    with pytest.raises(ModelLoadError):
+        runtime._kv_override_array(overrides)

@@ -125,7 +125,9 @@ def _kv_override_array(overrides: Mapping[str, object]):
             item.tag = lib.LLAMA_KV_OVERRIDE_TYPE_FLOAT
             item.value.val_f64 = value
         elif isinstance(value, str):
-            raw = value.encode("utf-8")[:127]  # 128-byte NUL-terminated field
+            raw = value.encode("utf-8")
+            if len(raw) >= 128:   # a 128-byte NUL-terminated field: never cut a value silently
+                raise ModelLoadError(f"override value too long for {key}")
             item.tag = lib.LLAMA_KV_OVERRIDE_TYPE_STR
             ctypes.memmove(ctypes.addressof(item.value), raw.ljust(128, b"\0"), 128)
         else:
