@@ -42,11 +42,10 @@ def bus_address():
 
 
 @asynccontextmanager
-async def running_service(address: str):
+async def running_service(address: str, make_core=lambda: EngineCore(SavingConverter())):
     ready: asyncio.Future[EngineService] = asyncio.get_running_loop().create_future()
     stop = asyncio.Event()
-    task = asyncio.ensure_future(serve(lambda: EngineCore(SavingConverter()), address,
-                                       ready=ready.set_result, stop=stop))
+    task = asyncio.ensure_future(serve(make_core, address, ready=ready.set_result, stop=stop))
     done, _ = await asyncio.wait({task, ready}, timeout=TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
     if ready not in done:
         task.result() if task.done() else task.cancel()
@@ -261,20 +260,14 @@ class LateCore(EngineCore):
 
 def test_a_sessions_view_listener_becomes_the_viewupdated_signal(bus_address):
     async def body():
-        stop = asyncio.Event()
-        ready = asyncio.get_running_loop().create_future()
-        task = asyncio.ensure_future(serve(lambda: LateCore(PlainConverter()), bus_address,
-                                           ready=ready.set_result, stop=stop))
-        await asyncio.wait_for(ready, TIMEOUT_S)
-        received: asyncio.Queue[View] = asyncio.Queue()
-        client = await EngineClient.connect(bus_address)
-        await client.create_context("late", received.put_nowait)
-        late = View(True, (PreeditSpan("明日"),), 2)
-        threading.Thread(target=LateCore.sessions[-1].listener, args=(late,)).start()
-        assert await asyncio.wait_for(received.get(), TIMEOUT_S) == late
-        client.disconnect()
-        stop.set()
-        await task
+        async with running_service(bus_address, lambda: LateCore(PlainConverter())):
+            received: asyncio.Queue[View] = asyncio.Queue()
+            client = await EngineClient.connect(bus_address)
+            await client.create_context("late", received.put_nowait)
+            late = View(True, (PreeditSpan("明日"),), 2)
+            threading.Thread(target=LateCore.sessions[-1].listener, args=(late,)).start()
+            assert await asyncio.wait_for(received.get(), TIMEOUT_S) == late
+            client.disconnect()
 
     run(body())
 
@@ -344,28 +337,23 @@ def test_keys_get_the_dictionary_view_and_only_the_latest_keys_model_text_follow
     core = EngineCore(converter, config=live_config())
 
     async def body():
-        stop = asyncio.Event()
-        ready = asyncio.get_running_loop().create_future()
-        task = asyncio.ensure_future(serve(lambda: core, bus_address, ready=ready.set_result, stop=stop))
-        await asyncio.wait_for(ready, TIMEOUT_S)
-        updates: asyncio.Queue[View] = asyncio.Queue()
-        client = await EngineClient.connect(bus_address)
-        ctx = await client.create_context("live", updates.put_nowait)
-        # The model is busy with "か" when "い" comes: the key is answered with the dictionary text.
-        assert (await type_keys(ctx, [ord("k"), ord("a")])).preedit_text == "か"
-        assert await asyncio.to_thread(converter.model_started, "か")
-        assert (await type_keys(ctx, [ord("i")])).preedit_text == "かい"
-        assert updates.empty()
-        converter.gate.set()
-        late = await asyncio.wait_for(updates.get(), TIMEOUT_S)
-        assert late.preedit_text == "[かい]"
-        assert await asyncio.to_thread(core.live.scheduler.idle, TIMEOUT_S)
-        # GetView queues behind any late view still on its way: afterwards none may be pending.
-        assert (await ctx.get_view()).preedit_text == "[かい]"
-        assert updates.empty(), "the superseded key's model text must never be shown"
-        client.disconnect()
-        stop.set()
-        await task
+        async with running_service(bus_address, lambda: core):
+            updates: asyncio.Queue[View] = asyncio.Queue()
+            client = await EngineClient.connect(bus_address)
+            ctx = await client.create_context("live", updates.put_nowait)
+            # The model is busy with "か" when "い" comes: the key is answered with the dictionary text.
+            assert (await type_keys(ctx, [ord("k"), ord("a")])).preedit_text == "か"
+            assert await asyncio.to_thread(converter.model_started, "か")
+            assert (await type_keys(ctx, [ord("i")])).preedit_text == "かい"
+            assert updates.empty()
+            converter.gate.set()
+            late = await asyncio.wait_for(updates.get(), TIMEOUT_S)
+            assert late.preedit_text == "[かい]"
+            assert await asyncio.to_thread(core.live.scheduler.idle, TIMEOUT_S)
+            # GetView queues behind any late view still on its way: afterwards none may be pending.
+            assert (await ctx.get_view()).preedit_text == "[かい]"
+            assert updates.empty(), "the superseded key's model text must never be shown"
+            client.disconnect()
 
     run(body())
     assert converter.closed == 1
@@ -377,35 +365,30 @@ def test_a_destroyed_context_gets_no_model_text(bus_address):
     core = EngineCore(converter, config=live_config())
 
     async def body():
-        stop = asyncio.Event()
-        ready = asyncio.get_running_loop().create_future()
-        task = asyncio.ensure_future(serve(lambda: core, bus_address, ready=ready.set_result, stop=stop))
-        service = await asyncio.wait_for(ready, TIMEOUT_S)
-        # A raw connection sees every ViewUpdated sent to it, whatever a client would filter.
-        bus = await MessageBus(bus_address=bus_address).connect()
-        signals: list[Message] = []
-        bus.add_message_handler(lambda m: signals.append(m) if m.member == "ViewUpdated" else None)
+        async with running_service(bus_address, lambda: core) as service:
+            # A raw connection sees every ViewUpdated sent to it, whatever a client would filter.
+            bus = await MessageBus(bus_address=bus_address).connect()
+            signals: list[Message] = []
+            bus.add_message_handler(lambda m: signals.append(m) if m.member == "ViewUpdated" else None)
 
-        async def call(member: str, signature: str, body: list) -> list:
-            reply = await bus.call(Message(destination=wire.BUS_NAME, path=wire.OBJECT_PATH,
-                                           interface=wire.INTERFACE, member=member,
-                                           signature=signature, body=body))
-            assert reply.message_type == MessageType.METHOD_RETURN, reply.body
-            return reply.body
+            async def call(member: str, signature: str, body: list) -> list:
+                reply = await bus.call(Message(destination=wire.BUS_NAME, path=wire.OBJECT_PATH,
+                                               interface=wire.INTERFACE, member=member,
+                                               signature=signature, body=body))
+                assert reply.message_type == MessageType.METHOD_RETURN, reply.body
+                return reply.body
 
-        (ctx_id,) = await call("CreateContext", "s", ["gone"])
-        for key in (ord("k"), ord("a")):
-            await call("ProcessKey", "uuuub", [ctx_id, key, 0, 0, False])
-        assert await asyncio.to_thread(converter.model_started, "か")
-        await call("DestroyContext", "u", [ctx_id])
-        assert service.context_count == 0
-        converter.gate.set()
-        assert await asyncio.to_thread(core.live.scheduler.idle, TIMEOUT_S)
-        await call("GetInfo", "", [])   # a late signal would have arrived before this reply
-        assert signals == []
-        bus.disconnect()
-        stop.set()
-        await task
+            (ctx_id,) = await call("CreateContext", "s", ["gone"])
+            for key in (ord("k"), ord("a")):
+                await call("ProcessKey", "uuuub", [ctx_id, key, 0, 0, False])
+            assert await asyncio.to_thread(converter.model_started, "か")
+            await call("DestroyContext", "u", [ctx_id])
+            assert service.context_count == 0
+            converter.gate.set()
+            assert await asyncio.to_thread(core.live.scheduler.idle, TIMEOUT_S)
+            await call("GetInfo", "", [])   # a late signal would have arrived before this reply
+            assert signals == []
+            bus.disconnect()
 
     run(body())
 
