@@ -22,6 +22,7 @@ from karukan_engine.dictionary.user_dictionary import UserDictionary
 from karukan_engine.lattice.context import START, ContextAnalyzer
 from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
 from karukan_engine.lattice.search import SearchSpace
+from karukan_engine.lattice.candidate_filter import SegmentFilter, Spelling
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
 from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
 from karukan_engine.lattice.variants import (
@@ -195,11 +196,17 @@ class LatticeConverter:
             space = SearchSpace(lattice, self.dictionary, lo, hi, eos_lid=eos_lid, bos_choices=left)
         alternatives = []
         seen = set()
-        for _, nodes in space.paths(SEGMENT_EXPANSIONS):
+        plausible = SegmentFilter()
+        for cost, nodes in space.paths(SEGMENT_EXPANSIONS):
             surface = "".join(lattice.surface(x) for x in nodes)
-            if surface not in seen:
-                seen.add(surface)
-                alternatives.append(Candidate(surface, "", _source_of(lattice, nodes)))
+            if surface in seen:
+                continue
+            seen.add(surface)
+            source = _source_of(lattice, nodes)
+            structure = sum(self.dictionary.connection(int(lattice.rid[a]), int(lattice.lid[b]))
+                            for a, b in zip(nodes, nodes[1:]))
+            if plausible.keep(Spelling(surface, int(cost), structure, len(nodes), source != "dictionary")):
+                alternatives.append(Candidate(surface, "", source))
                 if len(alternatives) >= SEGMENT_ALTERNATIVES:
                     break
         learned = [Candidate(s, "", "learning") for s in self.learning.lookup(reading)] if self.learning else []
