@@ -54,3 +54,24 @@ def test_word_salad_leaves_the_segment_list_and_real_spellings_stay(tmp_path):
     user.add("あめ", "亜女", "名詞")
     listed = [c.surface for c in converter.convert(ConversionRequest("あめです"))[0].candidates]
     assert "亜女です" in listed
+
+
+@pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
+def test_the_segment_list_evaluation_scores_gold_bunsetsu():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from karukan_engine.dictionary.system import SystemDictionary
+    from karukan_engine.lattice.converter import LatticeConverter
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "tools"))
+    spec = importlib.util.spec_from_file_location("segment_candidates_eval", root / "examples" / "segment_candidates_eval.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rows = script.parse_anthy_segments("|きょうは|いい|てんき| |今日は|いい|天気|\n|あめです| |鮨です|\n")
+    result = script.evaluate(LatticeConverter(SystemDictionary(), None, None), rows)
+    assert result["segments"] == 4
+    assert result["listed"] == 0.75 and result["first"] == 0.75   # 鮨です is no spelling of あめです
+    assert result["mean_list"] > 1 and result["mean_rank_found"] == 0
