@@ -47,7 +47,6 @@ class DictionaryFormatError(ValueError):
 
 FORMAT_VERSION = 2   # 2: meta.json carries the sha256 of every data file
 HASHED_FILES = ("readings.marisa", "surfaces.marisa", "system.npz", "symbols.tsv")
-_ARRAYS = ("offsets", "lid", "rid", "cost", "surface", "matrix", "segmenter", "prefix_penalty", "suffix_penalty")
 
 
 class SystemDictionary:
@@ -84,16 +83,15 @@ class SystemDictionary:
         self._surfaces = marisa_trie.Trie()
         self._surfaces.mmap(str(directory / "surfaces.marisa"))
         with np.load(directory / "system.npz") as arrays:
-            loaded = {name: arrays[name] for name in _ARRAYS}
-        self.offsets = loaded["offsets"]
-        self.lid = loaded["lid"]
-        self.rid = loaded["rid"]
-        self.cost = loaded["cost"]
-        self.surface_ids = loaded["surface"]
-        self.matrix = loaded["matrix"]
-        self._segmenter_bits = loaded["segmenter"]
-        self.prefix_penalty = loaded["prefix_penalty"]
-        self.suffix_penalty = loaded["suffix_penalty"]
+            self.offsets = arrays["offsets"]
+            self.lid = arrays["lid"]
+            self.rid = arrays["rid"]
+            self.cost = arrays["cost"]
+            self.surface_ids = arrays["surface"]
+            self.matrix = arrays["matrix"]
+            self._segmenter_bits = arrays["segmenter"]
+            self.prefix_penalty = arrays["prefix_penalty"]
+            self.suffix_penalty = arrays["suffix_penalty"]
         self.pos_size = int(self.matrix.shape[0])
 
     def _check(self) -> None:
