@@ -19,10 +19,10 @@ from karukan_engine.conversion.types import Candidate, ConversionRequest, LazyCa
 from karukan_engine.dictionary.learning import LearningStore
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.dictionary.user_dictionary import UserDictionary
+from karukan_engine.lattice.candidate_filter import SegmentFilter, Spelling
 from karukan_engine.lattice.context import START, ContextAnalyzer
 from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
 from karukan_engine.lattice.search import SearchSpace
-from karukan_engine.lattice.candidate_filter import SegmentFilter, Spelling
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
 from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
 from karukan_engine.lattice.variants import (
