@@ -74,7 +74,7 @@ def main() -> int:
     from karukan_engine.dictionary.system import SystemDictionary
     from karukan_engine.lattice.converter import LatticeConverter
 
-    rows = [r for r in anthy_segments(args.cache)[::max(1, args.every)]][:args.limit]
+    rows = anthy_segments(args.cache)[::max(1, args.every)][:args.limit]
     result = evaluate(LatticeConverter(SystemDictionary(), None, None), rows)
     print(f"{'segments':>9}{'first':>8}{'page 1':>8}{'listed':>8}{'mean list':>11}{'mean rank':>11}")
     print(f"{result['segments']:>9}{result['first']:>8.3f}{result['first_page']:>8.3f}{result['listed']:>8.3f}"
