@@ -53,11 +53,8 @@ Press = Callable[[int], Awaitable[bool]]
 
 
 async def cancel(press: Press) -> None:
-    """Drop the composition. With live conversion on, the first Escape only reverts the live
-    text to kana (Karukan's behaviour) and the second cancels; a third key in an empty
-    composition passes through harmlessly."""
-    for _ in range(2):
-        await press(ESCAPE)
+    """Drop the composition: one Escape, live conversion or not (as in Mozc)."""
+    await press(ESCAPE)
 
 
 async def time_keys(press: Press, keys: int, handled: bool) -> tuple[list[float], int]:

@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from karukan_engine.config import Config, InputSettings, LearningSettings, SessionSettings
 from karukan_engine.conversion.plain import PlainConverter
@@ -386,15 +388,67 @@ def test_live_conversion_toggle_show_commit_and_learn():
     assert conv.recorded == [([("きょうは", "今日は")], "")]
 
 
-def test_live_escape_shows_kana_then_cancels():
+def test_live_escape_cancels_at_once():
+    """Mozc: one Escape while composing, live text shown or not (the first Escape used to only
+    hide the live kanji)."""
     s = make(live_conversion=True)
     press(s, "kyou")
     assert s.view.preedit_text == "今日"
+    views = press(s, "<Escape>")
+    assert views[-1].handled and s.state is State.PRECOMPOSITION and not commits(views)
+    assert s.view.preedit_text == ""
+    press(s, "kyo")                                  # kana-only text: one Escape as well
+    assert s.view.preedit_text == "きょ"
     press(s, "<Escape>")
-    assert s.view.preedit_text == "きょう"
-    assert commits(press(s, "<Return>")) == "きょう"
-    press(s, "kyou<Escape><Escape>")
     assert s.state is State.PRECOMPOSITION
+
+
+@pytest.mark.parametrize("back", ["<Escape>", "<BackSpace>", "<C-h>"])
+def test_live_conversion_back_to_the_reading_then_cancel(back):
+    """Two Escapes while converting: first back to the reading (kana, not the live kanji), then
+    cancel; BackSpace is the same first step."""
+    s = make(live_conversion=True)
+    press(s, "kyou<space>")
+    assert s.state is State.CONVERSION
+    press(s, back)
+    assert s.state is State.COMPOSITION and (s.view.preedit_text, s.view.caret) == ("きょう", 3)
+    assert commits(press(s, "<Return>")) == "きょう"    # the reading is what Return commits
+    press(s, "kyou<space>" + back)
+    press(s, "ha")                                      # typing again: live conversion resumes
+    assert s.view.preedit_text == "今日は"
+    press(s, "<space>" + back + "<Escape>")
+    assert s.state is State.PRECOMPOSITION and s.view.preedit_text == ""
+
+
+def test_escape_presses_to_empty_like_mozc():
+    """Count the Escapes from each state to an empty preedit, live conversion on and off."""
+    for live in (True, False):
+        for keys, expected in (("kyou", 1), ("kyouh", 1), ("ky", 1), ("kyou<Left>", 1),
+                               ("kyou<space>", 2), ("kyouhaiitenki<space><Right>", 2),
+                               ("kyou<space><Down><Down>", 2), ("kyou<F7>", 2)):
+            s = make(live_conversion=live)
+            press(s, keys)
+            count = 0
+            while s.state is not State.PRECOMPOSITION:
+                views = press(s, "<Escape>")
+                assert not commits(views)
+                count += 1
+                assert count <= 3
+            assert count == expected, (live, keys)
+
+
+@settings(max_examples=60, deadline=None)
+@given(typed=st.text(alphabet="aiueokstnhmyrwgzdbp", min_size=1, max_size=12), live=st.booleans(),
+       convert=st.booleans())
+def test_escape_count_property(typed, live, convert):
+    s = make(PlainConverter(), live_conversion=live)
+    press(s, typed + ("<space>" if convert else ""))
+    assert s.state is (State.CONVERSION if convert else State.COMPOSITION)
+    press(s, "<Escape>")
+    if convert:
+        assert s.state is State.COMPOSITION
+        press(s, "<Escape>")
+    assert s.state is State.PRECOMPOSITION and not s.view.preedit_text
 
 
 def test_live_failure_falls_back_to_kana():

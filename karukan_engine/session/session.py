@@ -112,7 +112,7 @@ class Session:
         self._conversion: Conversion | None = None
         self._live_enabled = self.config.session.live_conversion
         self._live_text: str | None = None
-        self._live_hidden = False             # Escape once hides the live text
+        self._live_hidden = False             # back to the reading: kana until the next edit
         # Asynchronous live conversion (attach_live_service): the model's text arrives later.
         self._live_service = None
         self._live_listener: Callable[[], None] | None = None
@@ -328,10 +328,7 @@ class Session:
         elif command is Command.COMMIT:
             self._commit_composition(learn=True)
         elif command is Command.CANCEL:
-            if self._live_shown():
-                self._live_hidden = True
-            else:
-                self._clear_composition()
+            self._clear_composition()   # as in Mozc: one key, live text or not
         elif command is Command.BACKSPACE:
             c.backspace()
             self._after_edit()
@@ -480,9 +477,15 @@ class Session:
         return self._conversion
 
     def _cancel_conversion(self) -> None:
+        """Back to the reading (Mozc's Escape/BackSpace in conversion): the kana as typed, even
+        with live conversion on, until the next edit; the next Escape cancels."""
         self._conversion = None
         self._state = State.COMPOSITION
-        self._after_edit()
+        if self._composer.is_empty:
+            self._clear_composition()
+            return
+        self._live_text = None
+        self._live_hidden = True
 
     def _resize(self, delta: int) -> None:
         conv = self._conversion_state()
