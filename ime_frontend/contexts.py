@@ -189,9 +189,12 @@ def build_core(use_model: bool = True, model_id: str | None = None, workers: int
 
 
 def _user_config() -> Config:
-    """The user's config file; the defaults when it is broken (typing must keep working)."""
+    """The user's config file; each bad value falls back on its own (typing must keep working)."""
     try:
-        return Config.load()
+        config = Config.load()
     except ConfigError as exc:
         log.warning("config ignored: %s", exc)
         return Config()
+    for problem in config.problems:
+        log.warning("config: %s", problem)
+    return config

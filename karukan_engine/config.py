@@ -4,6 +4,11 @@ Location: $KARUKAN_CONFIG, else $XDG_CONFIG_HOME/karukan/config.toml (~/.config/
 This module validates the tables the session owns — [input], [session], [learning] — and keeps
 every other table (e.g. [conversion], [models]) as parsed TOML in `Config.sections` for the layer
 that owns it to validate.
+
+A damaged file never stops the engine: each bad value falls back to its default on its own (as
+fcitx5 does), with one message per problem in `Config.problems`. Privacy never weakens on error:
+an invalid `[learning] enabled`, or a file that cannot be read or parsed at all (it may have said
+`enabled = false`), leaves learning off until the file is fixed.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
+
+from karukan_engine.dictionary.storage import MAX_SETTINGS_BYTES, read_user_text
 
 if sys.version_info >= (3, 11):
     import tomllib as _toml
@@ -32,7 +39,14 @@ class ConfigError(ValueError):
 
 
 def parse_toml(text: str) -> dict[str, Any]:
-    return _toml.loads(text)
+    """Parse TOML; TomlError for anything that is not usable TOML, including nesting too deep
+    for the parser (a 50,000-deep array) and values it cannot hold."""
+    try:
+        return _toml.loads(text)
+    except TomlError:
+        raise
+    except (RecursionError, MemoryError, ValueError, OverflowError) as exc:
+        raise TomlError(f"cannot be parsed ({type(exc).__name__})") from None
 
 
 @dataclass(frozen=True)
@@ -45,10 +59,7 @@ class InputSettings:
     letter_width: str = "full"      # letters that no romaji rule matched
 
     def check(self) -> None:
-        _one_of("input.mode", self.mode, INPUT_MODES)
-        _one_of("input.punctuation", self.punctuation, PUNCTUATION_STYLES)
-        for name in ("symbol_width", "digit_width", "letter_width"):
-            _one_of(f"input.{name}", getattr(self, name), WIDTHS)
+        _check_all(self, "input")
 
 
 @dataclass(frozen=True)
@@ -59,10 +70,7 @@ class SessionSettings:
     keymap: str = ""                # a TOML keymap merged over the default; "" = default only
 
     def check(self) -> None:
-        if not 1 <= self.page_size <= 9:
-            raise ConfigError("session.page_size must be between 1 and 9")
-        if not 0 <= self.context_chars <= 1000:
-            raise ConfigError("session.context_chars must be between 0 and 1000")
+        _check_all(self, "session")
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,40 @@ class LearningSettings:
     enabled: bool = True            # let the converter learn from commits
 
     def check(self) -> None:
-        return None
+        _check_all(self, "learning")
+
+
+# Privacy settings: the value used when the file's value cannot be used (never the weaker one).
+PRIVATE_FALLBACK: dict[tuple[str, str], Any] = {("learning", "enabled"): False}
+
+
+def _between(low: int, high: int) -> Callable[[Any], str | None]:
+    return lambda v: None if low <= v <= high else f"must be between {low} and {high}"
+
+
+def _among(allowed: tuple[str, ...]) -> Callable[[Any], str | None]:
+    return lambda v: None if v in allowed else f"must be one of {', '.join(repr(a) for a in allowed)}, not {v!r}"
+
+
+def _path_like(value: str) -> str | None:
+    return "must not contain NUL" if "\0" in value else None
+
+
+# Value checks per key (the type is checked against the default's type first).
+_CHECKS: dict[str, dict[str, Callable[[Any], str | None]]] = {
+    "input": {"mode": _among(INPUT_MODES), "punctuation": _among(PUNCTUATION_STYLES),
+              "symbol_width": _among(WIDTHS), "digit_width": _among(WIDTHS), "letter_width": _among(WIDTHS),
+              "romaji_table": _path_like},
+    "session": {"page_size": _between(1, 9), "context_chars": _between(0, 1000), "keymap": _path_like},
+    "learning": {},
+}
+
+
+def _check_all(settings: Any, name: str) -> None:
+    for key, check in _CHECKS[name].items():
+        problem = check(getattr(settings, key))
+        if problem:
+            raise ConfigError(f"{name}.{key} {problem}")
 
 
 @dataclass(frozen=True)
@@ -81,29 +122,42 @@ class Config:
     # Tables owned by other layers, as parsed; each layer validates its own.
     sections: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     path: Path | None = None        # where it was loaded from, if anywhere
+    # What was wrong with the file, one message each ("<file>: <key> ...; using ..."); the
+    # defaults (or, for privacy settings, the private value) are used there. Empty: all good.
+    problems: tuple[str, ...] = ()
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], source: str = "<config>", base_dir: Path | None = None) -> "Config":
-        try:
-            input_settings = _section(InputSettings, data.get("input", {}), "input")
-            session_settings = _section(SessionSettings, data.get("session", {}), "session")
-            learning = _section(LearningSettings, data.get("learning", {}), "learning")
-        except ConfigError as exc:
-            raise ConfigError(f"{source}: {exc}") from None
+        problems: list[str] = []
+        input_settings = _section(InputSettings, data.get("input", {}), "input", source, problems)
+        session_settings = _section(SessionSettings, data.get("session", {}), "session", source, problems)
+        learning = _section(LearningSettings, data.get("learning", {}), "learning", source, problems)
         if base_dir is not None:
             # Relative paths in a config file are relative to that file.
             input_settings = replace(input_settings, romaji_table=_resolve(input_settings.romaji_table, base_dir))
             session_settings = replace(session_settings, keymap=_resolve(session_settings.keymap, base_dir))
         others = {k: v for k, v in data.items() if k not in ("input", "session", "learning")}
-        return cls(input_settings, session_settings, learning, MappingProxyType(others))
+        return cls(input_settings, session_settings, learning, MappingProxyType(others), problems=tuple(problems))
 
     @classmethod
     def from_toml(cls, text: str, source: str = "<config>", base_dir: Path | None = None) -> "Config":
         try:
             data = parse_toml(text)
         except TomlError as exc:
-            raise ConfigError(f"{source}: not valid TOML ({exc})") from None
+            return cls.unusable(f"{source}: not valid TOML ({exc})")
         return cls.from_mapping(data, source, base_dir)
+
+    @classmethod
+    def unusable(cls, problem: str) -> "Config":
+        """The config for a file that could not be read or parsed: defaults, learning off (the
+        file may have turned it off; privacy never weakens on error)."""
+        return cls(learning=LearningSettings(enabled=False),
+                   problems=(f"{problem}; using the defaults with learning off until it is fixed",))
+
+    def raise_for_problems(self) -> None:
+        """ConfigError with the first problem, if any (for callers that want strictness)."""
+        if self.problems:
+            raise ConfigError(self.problems[0])
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> "Config":
@@ -111,13 +165,14 @@ class Config:
         explicit = path is not None
         target = Path(path) if explicit else default_path()
         try:
-            text = target.read_text(encoding="utf-8")
+            text = read_user_text(target, MAX_SETTINGS_BYTES)
         except FileNotFoundError:
             if explicit:
                 raise ConfigError(f"{target}: no such config file") from None
             return cls()
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{target}: cannot read config ({exc})") from None
+            why = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or type(exc).__name__)
+            return replace(cls.unusable(f"{target}: cannot read config ({why})"), path=target)
         config = cls.from_toml(text, str(target), target.parent)
         return replace(config, path=target)
 
@@ -130,27 +185,39 @@ def default_path() -> Path:
     return Path(base) / "karukan" / "config.toml"
 
 
-def _section(cls: type, table: Any, name: str):
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"[{name}] must be a table")
+def _section(cls: type, table: Any, name: str, source: str, problems: list[str]):
+    """The settings of one table, each bad value replaced by its fallback with a problem noted."""
     known = {f.name: f for f in fields(cls)}
-    unknown = sorted(set(table) - set(known))
-    if unknown:
-        raise ConfigError(f"unknown key {name}.{unknown[0]}; known: {', '.join(known)}")
+    if not isinstance(table, Mapping):
+        problems.append(f"{source}: [{name}] must be a table; using its defaults")
+        private = {k: v for (section, k), v in PRIVATE_FALLBACK.items() if section == name}
+        return cls(**private)
+    for key in sorted(set(table) - set(known)):
+        problems.append(f"{source}: unknown key {name}.{key} ignored; known: {', '.join(known)}")
     values = {}
     for key, value in table.items():
+        if key not in known:
+            continue
         default = known[key].default
         if type(value) is not type(default):
-            raise ConfigError(f"{name}.{key} must be a {type(default).__name__}, not {type(value).__name__}")
-        values[key] = value
-    settings = cls(**values)
-    settings.check()
-    return settings
+            problem = f"must be a {type(default).__name__}, not {type(value).__name__}"
+        else:
+            problem = _CHECKS[name].get(key, lambda v: None)(value)
+        if problem is None:
+            values[key] = value
+            continue
+        fallback = PRIVATE_FALLBACK.get((name, key), default)
+        values[key] = fallback
+        problems.append(f"{source}: {name}.{key} {problem}; using {_toml_repr(fallback)}")
+    return cls(**values)
 
 
-def _one_of(key: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ConfigError(f"{key} must be one of {', '.join(repr(a) for a in allowed)}, not {value!r}")
+def _toml_repr(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
 
 
 def _resolve(value: str, base_dir: Path) -> str:

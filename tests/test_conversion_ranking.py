@@ -95,16 +95,19 @@ def test_dedup_keeps_first():
     assert [c.surface for c in dedup([Candidate("a"), Candidate("b"), Candidate("a"), Candidate("")])] == ["a", "b"]
 
 
-def test_settings_from_the_config_file(tmp_path):
-    from karukan_engine.config import ConfigError
-
+def test_settings_from_the_config_file(tmp_path, caplog):
     path = tmp_path / "config.toml"
     path.write_text("[conversion]\nscheme = \"verify\"\n[conversion.weights]\nnll = 0.5\n", encoding="utf-8")
     s = ConversionSettings.from_config(path)
     assert s.scheme == "verify" and s.weights.nll == 0.5
-    path.write_text("[conversion]\nbeam = 3\n", encoding="utf-8")
-    with pytest.raises(ConfigError):
-        ConversionSettings.from_config(path)
+    # A bad key or value falls back on its own, with a warning naming it (never stops the engine).
+    path.write_text("[conversion]\nbeam = 3\nbeam_width = 3\nscheme = \"magic\"\nworkers = \"2\"\n",
+                    encoding="utf-8")
+    s = ConversionSettings.from_config(path)
+    assert s.beam_width == 3 and s.scheme == "rerank" and s.workers == ConversionSettings().workers
+    assert "beam:" in caplog.text and "scheme" in caplog.text and "workers" in caplog.text
+    path.write_text("conversion = 3\n", encoding="utf-8")
+    assert ConversionSettings.from_config(path) == ConversionSettings()
 
 
 def test_fitted_weights_apply_only_when_none_are_configured():

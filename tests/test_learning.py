@@ -107,9 +107,10 @@ def test_crash_between_write_and_rename_keeps_the_old_file(tmp_path):
     """)
     assert result.returncode == -9
     assert (tmp_path / "l.json").read_bytes() == before
-    assert LearningStore(tmp_path / "l.json").lookup("きしゃ") == ["記者"]
     leftovers = list(tmp_path.glob(".l.json.tmp-*"))
     assert leftovers and json.loads(leftovers[0].read_bytes())["entries"]   # the half-done save
+    assert LearningStore(tmp_path / "l.json").lookup("きしゃ") == ["記者"]
+    assert not list(tmp_path.glob(".l.json.tmp-*"))   # the next start removes what the dead one left
 
 
 def test_full_disk_loses_no_earlier_data(tmp_path):
@@ -251,3 +252,183 @@ def test_the_saver_thread_ends_when_nothing_is_pending(tmp_path):
     store.record("きしゃ", "記者")   # a new change starts a new thread
     assert store.close() and store.saves == 2
     assert LearningStore(tmp_path / "l.json").lookup("きしゃ") == ["記者", "帰社"]
+
+
+# -- damaged, hostile and unreadable files (issue 17) -----------------------------------------------
+
+import os  # noqa: E402
+
+import pytest  # noqa: E402
+
+from karukan_engine.dictionary import storage  # noqa: E402
+from tests.damage_support import as_unprivileged, aside_copies, shared_tmp  # noqa: E402
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"format": 1, "tick": 1e400, "entries": []}',                 # OverflowError once used as an int
+    b'{"format": 1, "tick": Infinity, "entries": []}',
+    b'{"format": 1, "tick": NaN, "entries": []}',
+    b'{"format": 1, "tick": 3, "entries": ' + b"[" * 100000 + b"]" * 100000 + b"}",   # RecursionError
+    b"[" * 100000,
+    b'{"format": 1, "tick": ' + b"9" * 5000 + b', "entries": []}',  # more digits than int() takes
+    b'{"format": 1, "tick": 3, "entries": {"a": 1}}',
+])
+def test_any_damage_starts_an_empty_store_and_keeps_the_file(tmp_path, raw):
+    path = tmp_path / "l.json"
+    path.write_bytes(raw)
+    store = LearningStore(path, save_delay=None)
+    assert len(store) == 0
+    assert [p.read_bytes() for p in aside_copies(path)] == [raw]
+    store.record("きしゃ", "記者")
+    assert store.save() and LearningStore(path).lookup("きしゃ") == ["記者"]
+
+
+def test_bad_entries_are_skipped_and_the_original_kept(tmp_path):
+    path = tmp_path / "l.json"
+    raw = json.dumps({"format": 1, "tick": 5, "entries": [
+        ["きしゃ", "記者", 3, 4], ["かんじ", "漢字", 1e300, 1], ["あ", "亜\u0000", 1, 2], ["お", "尾", 1, float("nan")], ["い", "伊", True, 1],
+        ["う", "宇", 2, -1], ["え"], "x"]}, ensure_ascii=False).replace("1e+300", "1e400").encode()
+    path.write_bytes(raw)
+    store = LearningStore(path, save_delay=None)
+    assert len(store) == 1 and store.lookup("きしゃ") == ["記者"]
+    assert [p.read_bytes() for p in aside_copies(path)] == [raw]   # nothing is lost
+
+
+def test_an_unreadable_file_is_never_overwritten():
+    # Issue 17 item 4: a permission error used to give an empty store that the next save wrote over.
+    with shared_tmp() as tmp:
+        _unreadable_is_set_aside(tmp)
+
+
+def _unreadable_is_set_aside(tmp_path):
+    path = tmp_path / "l.json"
+    raw = json.dumps({"format": 1, "tick": 100, "entries": [["きしゃ", "記者", 50, 99], ["かんじ", "漢字", 50, 100]]},
+                     ensure_ascii=False).encode()
+    path.write_bytes(raw)
+    os.chmod(path, 0)
+    result = as_unprivileged("""
+        import sys
+        from pathlib import Path
+        from karukan_engine.dictionary.learning import LearningStore
+        drop_privileges()
+        store = LearningStore(Path(sys.argv[1]), save_delay=None)
+        print(len(store))
+        store.record("いぬ", "犬")
+        print(store.save())
+    """, str(path), open_dirs=(tmp_path,))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "True"]
+    assert "could not be moved" not in result.stderr
+    (copy,) = aside_copies(path)
+    assert copy.read_bytes() == raw                      # both count-50 entries are still there
+    assert LearningStore(path).lookup("いぬ") == ["犬"]
+
+
+def test_a_file_that_can_be_neither_read_nor_moved_is_never_saved_over(tmp_path, monkeypatch):
+    # No real mechanism stops root from renaming in its own directory: simulate the I/O errors.
+    path = tmp_path / "l.json"
+    path.write_bytes(b"precious")
+
+    def fail(*_args, **_kwargs):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("karukan_engine.dictionary.learning.read_user_file", fail)
+    monkeypatch.setattr(storage, "_move_no_replace", fail)
+    store = LearningStore(path, save_delay=None)
+    store.record("きしゃ", "記者")
+    assert not store.save() and store.lookup("きしゃ") == ["記者"]
+    assert path.read_bytes() == b"precious" and not aside_copies(path)
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "device", "loop"])
+def test_a_path_that_is_not_a_file_never_blocks_and_is_set_aside(tmp_path, kind):
+    path = tmp_path / "l.json"
+    if kind == "directory":
+        path.mkdir()
+        (path / "inside").write_text("keep me")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    else:
+        path.symlink_to(path)
+    store = LearningStore(path, save_delay=None)   # returns: a FIFO or /dev/zero is never read
+    assert len(store) == 0
+    (copy,) = aside_copies(path)
+    if kind == "directory":
+        assert (copy / "inside").read_text() == "keep me"
+    store.record("きしゃ", "記者")
+    assert store.save() and LearningStore(path).lookup("きしゃ") == ["記者"]
+
+
+def test_set_aside_copies_made_in_the_same_second_keep_their_own_names(tmp_path, monkeypatch):
+    monkeypatch.setattr(storage.time, "strftime", lambda *_: "20260101-000000")
+    path = tmp_path / "l.json"
+    for n in range(3):
+        path.write_bytes(b"garbage %d" % n)
+        LearningStore(path, save_delay=None)
+    assert sorted(p.read_bytes() for p in aside_copies(path)) == [b"garbage 0", b"garbage 1", b"garbage 2"]
+
+
+def test_the_data_directory_and_files_are_private(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    directory = tmp_path / "karukan"
+    directory.mkdir(mode=0o755)
+    os.chmod(directory, 0o755)
+    old_umask = os.umask(0)
+    try:
+        store = LearningStore(save_delay=None)
+        store.record("きしゃ", "記者")
+        assert store.save()
+    finally:
+        os.umask(old_umask)
+    assert directory.stat().st_mode & 0o777 == 0o700
+    assert default_path().stat().st_mode & 0o777 == 0o600
+
+
+def test_a_fresh_data_directory_is_private(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    store = LearningStore(save_delay=None)
+    store.record("きしゃ", "記者")
+    assert store.save()
+    assert (tmp_path / "share" / "karukan").stat().st_mode & 0o777 == 0o700
+
+
+def test_temporary_files_of_dead_writers_are_removed(tmp_path):
+    import subprocess as sp
+    import threading
+
+    path = tmp_path / "l.json"
+    child = sp.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(child.stdout)
+    stale = tmp_path / f".l.json.tmp-{dead}-1234"
+    mine_gone = tmp_path / f".l.json.tmp-{os.getpid()}-1"            # no thread of ours has ident 1
+    mine_live = tmp_path / f".l.json.tmp-{os.getpid()}-{threading.get_ident()}"
+    other_live = tmp_path / f".l.json.tmp-{os.getppid()}-99"        # a live process may be writing it
+    unrelated = tmp_path / f".other.json.tmp-{dead}-1"
+    for p in (stale, mine_gone, mine_live, other_live, unrelated):
+        p.write_bytes(b"half")
+    LearningStore(path, save_delay=None)
+    assert not stale.exists() and not mine_gone.exists()
+    assert mine_live.exists() and other_live.exists() and unrelated.exists()
+
+
+@settings(max_examples=60, deadline=None)
+@given(raw=st.one_of(st.binary(max_size=200),
+                     st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+                                  lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner,
+                                                                                             max_size=3),
+                                  max_leaves=20).map(lambda v: json.dumps({"format": 1, "tick": 1, "entries": v})
+                                                     .encode())))
+def test_whatever_the_file_holds_the_store_starts_and_nothing_is_lost(tmp_path_factory, raw):
+    path = tmp_path_factory.mktemp("damage") / "l.json"
+    path.write_bytes(raw)
+    store = LearningStore(path, save_delay=None)
+    copies = [p.read_bytes() for p in aside_copies(path)]
+    assert path.exists() or copies == [raw]
+    if copies:
+        assert copies == [raw]
+    elif path.exists():
+        assert path.read_bytes() == raw and len(store) >= 0
+    store.record("きしゃ", "記者")
+    assert store.save()

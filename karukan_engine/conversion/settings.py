@@ -101,11 +101,27 @@ class ConversionSettings:
 
     @classmethod
     def from_config(cls, path=None) -> "ConversionSettings":
-        """The `[conversion]` table of the user's config (karukan_engine.config), with defaults."""
-        from karukan_engine.config import Config, ConfigError
+        """The `[conversion]` table of the user's config (karukan_engine.config), with defaults.
+
+        A bad value falls back to its default on its own, with a warning naming the key: a
+        damaged config never stops the engine (ConfigError only for an explicit path that does
+        not exist)."""
+        import logging
+
+        from karukan_engine.config import Config
 
         config = Config.load(path)
-        try:
-            return cls.from_mapping(config.sections.get("conversion", {}))
-        except (ValueError, TypeError) as exc:
-            raise ConfigError(f"{config.path or 'config'}: [conversion]: {exc}") from None
+        where = config.path or "config"
+        table = config.sections.get("conversion", {})
+        if not isinstance(table, Mapping):
+            logging.getLogger(__name__).warning("%s: [conversion] must be a table; using its defaults", where)
+            return cls()
+        accepted: dict[str, Any] = {}
+        for key, value in table.items():
+            try:
+                cls.from_mapping({**accepted, key: value})
+            except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+                logging.getLogger(__name__).warning("%s: [conversion] %s: %s; using its default", where, key, exc)
+                continue
+            accepted[key] = value
+        return cls.from_mapping(accepted)

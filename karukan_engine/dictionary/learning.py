@@ -17,7 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from karukan_engine.dictionary.saver import DebouncedSaver
-from karukan_engine.dictionary.storage import data_dir, set_aside, write_atomic
+from karukan_engine.dictionary.storage import (
+    MAX_DATA_BYTES,
+    clean_stale_temps,
+    data_dir,
+    has_control_chars,
+    keep_copy,
+    read_user_file,
+    set_aside,
+    write_atomic,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +72,7 @@ class LearningStore:
         self.generation = 0   # bumps on every change so callers can drop caches
         self._saved_generation = 0
         self.saves = 0        # files written by this store (tests: no write on the commit path)
+        self._read_only = False   # the file could not be read nor moved aside: never replace it
         self._saver = (DebouncedSaver(self._save_if_dirty, save_delay, max_save_delay, "karukan-learning-save")
                        if save_delay is not None else None)
         self._load()
@@ -151,6 +161,8 @@ class LearningStore:
         """Write the store atomically, now. False (and a warning) when the disk refuses; the
         previous file is then untouched and the in-memory store keeps everything (and stays
         dirty, so the next save tries again)."""
+        if self._read_only:
+            return False
         with self._save_lock:   # the snapshot is taken inside: the last write holds the latest
             with self._lock:
                 generation = self.generation
@@ -190,28 +202,62 @@ class LearningStore:
         return not self.dirty
 
     def _load(self) -> None:
+        """Read the file; whatever is wrong with it, the store starts (empty if need be) and the
+        file is never overwritten unread: it is set aside (or, if even that fails, left alone and
+        never saved over)."""
+        clean_stale_temps(self.path)
         try:
-            raw = self.path.read_bytes()
+            raw = read_user_file(self.path, MAX_DATA_BYTES)
         except FileNotFoundError:
             return
         except OSError as exc:
-            log.warning("could not read the learning history (%s)", exc.strerror)
+            if set_aside(self.path, exc.strerror or type(exc).__name__) is None:
+                self._read_only = True
             return
         try:
-            payload = json.loads(raw.decode("utf-8"))
-            if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-                raise ValueError("unknown format")
-            tick = int(payload["tick"])
-            uses = {}
-            for reading, surface, count, last in payload["entries"]:
-                if not (isinstance(reading, str) and isinstance(surface, str)):
-                    raise ValueError("bad entry")
-                uses[(reading, surface)] = _Use(int(count), int(last))
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            set_aside(self.path, type(exc).__name__)
+            tick, uses, skipped = parse_payload(raw)
+        except Exception as exc:   # any damage: syntax, NaN/1e400, nesting (RecursionError), memory
+            if set_aside(self.path, type(exc).__name__) is None:
+                self._read_only = True
             return
+        if skipped and keep_copy(self.path, raw, f"{skipped} bad entries") is None:
+            self._read_only = True   # saving would drop entries that exist nowhere else
         self._tick = tick
         self._uses = uses
         for reading, surface in uses:
             self._by_reading.setdefault(reading, set()).add(surface)
         self._evict()
+
+
+MAX_FIELD_CHARS = 256
+
+
+def parse_payload(raw: bytes) -> tuple[int, dict[tuple[str, str], _Use], int]:
+    """(tick, uses, entries skipped) of a learning file; ValueError etc. when the file as a whole
+    is unusable. Entries that are not [reading, surface, count >= 1, last >= 0] are skipped."""
+    payload = json.loads(raw.decode("utf-8"))   # NaN, Infinity, 1e400 come as floats: never counts
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise ValueError("unknown format")
+    tick, entries = payload.get("tick"), payload.get("entries")
+    if type(tick) is not int or tick < 0 or not isinstance(entries, list):
+        raise ValueError("bad header")
+    uses: dict[tuple[str, str], _Use] = {}
+    skipped = 0
+    for entry in entries:
+        if not _good_entry(entry):
+            skipped += 1
+            continue
+        reading, surface, count, last = entry
+        uses[(reading, surface)] = _Use(count, last)
+        tick = max(tick, last)
+    return tick, uses, skipped
+
+
+def _good_entry(entry: object) -> bool:
+    if not isinstance(entry, list) or len(entry) != 4:
+        return False
+    reading, surface, count, last = entry
+    return (isinstance(reading, str) and isinstance(surface, str)
+            and 0 < len(reading) <= MAX_FIELD_CHARS and 0 < len(surface) <= MAX_FIELD_CHARS
+            and not has_control_chars(reading) and not has_control_chars(surface)
+            and type(count) is int and type(last) is int and 0 < count < 2**53 and 0 <= last < 2**53)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from karukan_engine.dictionary.storage import MAX_SETTINGS_BYTES, has_control_chars, read_user_text
+
 DEFAULT_TABLE = "romaji-hiragana.tsv"
 MAX_RULE_INPUT = 16   # longer inputs are rejected: no real table needs them
 
@@ -108,6 +110,8 @@ class RomajiTable:
                 raise TableError(f"{source}:{number}: expected input<TAB>output[<TAB>pending]")
             if len(cols[0]) > MAX_RULE_INPUT:
                 raise TableError(f"{source}:{number}: rule input longer than {MAX_RULE_INPUT} characters")
+            if any(has_control_chars(col) for col in cols):
+                raise TableError(f"{source}:{number}: control characters in a rule")
             pending = cols[2] if len(cols) == 3 else ""
             if pending and not cols[1] and pending == cols[0]:
                 raise TableError(f"{source}:{number}: rule feeds its own input back forever")
@@ -120,9 +124,10 @@ class RomajiTable:
     def load(cls, path: str | Path) -> "RomajiTable":
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_user_text(path, MAX_SETTINGS_BYTES)   # regular files only, never blocks
         except (OSError, UnicodeDecodeError) as exc:
-            raise TableError(f"{path}: cannot read romaji table ({exc})") from exc
+            why = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or type(exc).__name__)
+            raise TableError(f"{path}: cannot read romaji table ({why})") from None
         return cls.from_tsv(text, str(path))
 
     @classmethod

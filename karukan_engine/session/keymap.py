@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from karukan_engine.config import TomlError, parse_toml
+from karukan_engine.dictionary.storage import MAX_SETTINGS_BYTES, read_user_text
 from karukan_engine.session.commands import Command
 from karukan_engine.session.keysyms import KeyCombo, KeySpecError, parse_key_spec
 from karukan_engine.session.modes import State
@@ -82,9 +83,10 @@ class Keymap:
         """A user keymap file merged over `base` (the default keymap when None)."""
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_user_text(path, MAX_SETTINGS_BYTES)   # regular files only, never blocks
         except (OSError, UnicodeDecodeError) as exc:
-            raise KeymapError(f"{path}: cannot read keymap ({exc})") from exc
+            why = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or type(exc).__name__)
+            raise KeymapError(f"{path}: cannot read keymap ({why})") from None
         return cls.from_toml(text, str(path), base if base is not None else cls.default())
 
 

@@ -117,8 +117,10 @@ def run(args: argparse.Namespace) -> int:
     keys = list(parse_keys(args.keys))   # usage errors before anything loads
     try:
         config = Config.load(args.config)
-    except ConfigError as exc:
+    except ConfigError as exc:   # only an explicit --config that does not exist
         raise UsageError(str(exc)) from None
+    for problem in config.problems:   # a damaged config still types, with each problem said once
+        print(f"karukan: warning: {problem}", file=sys.stderr)
     if args.live is not None:
         config = replace(config, session=replace(config.session, live_conversion=args.live))
     converter = build_converter(ConverterOptions(use_model=not args.no_model, model_id=args.model,
