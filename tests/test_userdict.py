@@ -97,3 +97,117 @@ def test_edits_by_another_process_are_picked_up(tmp_path):
     assert engine_side.reload_if_changed()
     assert [w.surface for w in engine_side.words] == ["寿司"] and engine_side.generation > generation
     assert not engine_side.reload_if_changed()
+
+
+# -- control characters, damaged and unreadable files (issue 17) --------------------------------------
+
+import os  # noqa: E402
+
+from karukan_engine.dictionary.storage import has_control_chars  # noqa: E402
+from tests.damage_support import as_unprivileged, aside_copies, shared_tmp  # noqa: E402
+
+CONTROLS = ["\x00", "\x1b", "\x7f", "\x85", "\x1c", "\u2028", "\ud800", "\x08"]
+
+
+@pytest.mark.parametrize("bad", CONTROLS)
+def test_control_characters_are_refused_at_add_and_import(tmp_path, bad):
+    # Issue 17 item 7: a NUL in a word made every key that showed it go unanswered.
+    d = UserDictionary(tmp_path / "u.tsv", POS)
+    for fields in ((f"か{bad}か", "蚊"), ("か", f"蚊{bad}蚊"), ("か", "蚊", "名詞", f"メ{bad}モ")):
+        with pytest.raises(UserDictionaryError, match="control"):
+            d.add(*fields)
+    added, problems = d.import_tsv(io.StringIO(f"か\t蚊{bad}蚊\t名詞\t\nすし\t寿司\t名詞\t\n"))
+    assert added == 1 and len(problems) == 1 and "control" in problems[0]
+    assert [w.surface for w in d.words] == ["寿司"]
+
+
+def test_dict_add_with_a_nul_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert main(["dict", "add", "かるかん", "軽\x01羹"]) == 2
+    assert not (tmp_path / "karukan" / "user_dictionary.tsv").exists()
+
+
+def test_lines_with_control_characters_on_disk_are_skipped_and_kept(tmp_path):
+    path = tmp_path / "u.tsv"
+    raw = "すし\t寿司\t名詞\t\nか\t蚊\x00\t名詞\t\nえき\t駅\x1c名\t名詞\t\n".encode()
+    path.write_bytes(raw)
+    d = UserDictionary(path, POS)
+    assert [w.surface for w in d.words] == ["寿司"]
+    assert d.add("いぬ", "犬")
+    d.save()
+    assert [p.read_bytes() for p in aside_copies(path)] == [raw]   # the skipped lines are not lost
+    assert [w.surface for w in UserDictionary(path, POS).words] == ["寿司", "犬"]
+
+
+@given(st.text(max_size=12))
+def test_parsed_words_never_hold_control_characters(text):
+    try:
+        word = parse_line(text)
+    except UserDictionaryError:
+        return
+    if word is not None:
+        assert not any(has_control_chars(f) for f in (word.reading, word.surface, word.pos, word.comment))
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "device", "loop", "latin1", "huge"])
+def test_a_user_dictionary_that_cannot_be_used_leaves_an_empty_one(tmp_path, kind):
+    path = tmp_path / "u.tsv"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    elif kind == "loop":
+        path.symlink_to(path)
+    elif kind == "latin1":
+        path.write_bytes("すし\t寿司\n".encode("euc-jp"))
+    else:
+        with open(path, "wb") as stream:
+            stream.truncate((64 << 20) + 1)   # sparse: larger than the cap without using the disk
+    d = UserDictionary(path, POS)           # never blocks, never raises
+    assert d.words == [] and not d.reload_if_changed()
+    assert len(aside_copies(path)) == 1     # what was there is kept
+    assert d.add("すし", "寿司")
+    d.save()
+    assert [w.surface for w in UserDictionary(path, POS).words] == ["寿司"]
+
+
+def test_an_unreadable_user_dictionary_is_set_aside_not_replaced():
+    with shared_tmp() as tmp:
+        path = tmp / "u.tsv"
+        path.write_bytes("すし\t寿司\t名詞\t\n".encode())
+        os.chmod(path, 0)
+        result = as_unprivileged("""
+            import sys
+            from pathlib import Path
+            from karukan_engine.dictionary.user_dictionary import UserDictionary
+            drop_privileges()
+            d = UserDictionary(Path(sys.argv[1]))
+            print(len(d.words))
+            d.add("いぬ", "犬")
+            d.save()
+        """, str(path), open_dirs=(tmp,))
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == ["0"]
+        (copy,) = aside_copies(path)
+        assert copy.read_bytes() == "すし\t寿司\t名詞\t\n".encode()
+        assert [w.surface for w in UserDictionary(path).words] == ["犬"]
+
+
+def test_a_file_that_can_be_neither_read_nor_moved_is_never_replaced(tmp_path, monkeypatch, capsys):
+    from karukan_engine.dictionary import storage
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    path = tmp_path / "karukan" / "user_dictionary.tsv"
+    path.parent.mkdir()
+    path.write_bytes(b"precious\tdata\n")
+
+    def fail(*_args, **_kwargs):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("karukan_engine.dictionary.user_dictionary.read_user_file", fail)
+    monkeypatch.setattr(storage, "_move_no_replace", fail)
+    assert main(["dict", "add", "すし", "寿司"]) == 1
+    assert "not replacing" in capsys.readouterr().err
+    assert path.read_bytes() == b"precious\tdata\n"

@@ -41,6 +41,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except UserDictionaryError as exc:   # e.g. the file on disk could not be read: never replaced
+        print(f"karukan: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     from karukan_engine.cli import UsageError
 
     names = _pos_names()
@@ -54,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         except UserDictionaryError as exc:
             raise UsageError(str(exc)) from exc
         if added:
-            dictionary.save()
+            dictionary.save()   # UserDictionaryError if the file could not be read
         else:
             print("karukan: already in the user dictionary", file=sys.stderr)
         return 0

@@ -11,7 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, TextIO
 
-from karukan_engine.dictionary.storage import data_dir, set_aside, write_atomic
+from karukan_engine.dictionary.storage import (
+    MAX_DATA_BYTES,
+    clean_stale_temps,
+    data_dir,
+    has_control_chars,
+    keep_copy,
+    read_user_file,
+    set_aside,
+    write_atomic,
+)
 from karukan_engine.kana import to_hiragana
 
 log = logging.getLogger(__name__)
@@ -52,7 +61,8 @@ def parse_line(line: str, pos_names: Iterable[str] | None = None) -> UserWord | 
     comment = fields[3].strip() if len(fields) > 3 else ""
     if not reading or not surface:
         raise UserDictionaryError("empty reading or word")
-    if any(ch in reading + surface + comment for ch in "\t\n\r"):
+    if any(has_control_chars(text) for text in (reading, surface, pos, comment)):
+        # NUL, ESC, newlines...: a word holding one could never be shown or sent to an application
         raise UserDictionaryError("control characters in a field")
     if pos_names is not None and pos not in set(pos_names):
         raise UserDictionaryError(f"unknown part of speech {pos!r}")
@@ -66,6 +76,8 @@ class UserDictionary:
         self._words: list[UserWord] = []
         self.generation = 0
         self._stamp: int | None = None   # mtime_ns of the file as last loaded or saved
+        self._read_only = False   # the file could not be read nor moved aside: never replace it
+        self._unparsed: bytes | None = None   # the file as read, while it had lines we skipped
         self._load()
 
     def reload_if_changed(self) -> bool:
@@ -126,22 +138,40 @@ class UserDictionary:
             stream.write(word.to_line() + "\n")
 
     def save(self) -> None:
+        """Write the dictionary; UserDictionaryError when the file on disk could not be read
+        (it is never replaced unread). Lines skipped at load are kept in a set-aside copy first."""
+        if self._read_only:
+            raise UserDictionaryError(f"{self.path.name} could not be read; not replacing it")
+        if self._unparsed is not None:
+            if keep_copy(self.path, self._unparsed, "malformed lines") is None:
+                raise UserDictionaryError(f"{self.path.name}: could not keep a copy of its malformed lines")
+            self._unparsed = None
         data = "".join(w.to_line() + "\n" for w in self._words).encode("utf-8")
         write_atomic(self.path, data)
         self._stamp = self.path.stat().st_mtime_ns
 
     def _load(self) -> None:
+        """Read the file; a file that cannot be used is set aside (or left alone and never saved
+        over) and the dictionary starts empty: the engine types whatever is on disk."""
+        clean_stale_temps(self.path)
+        self._unparsed = None
         try:
             self._stamp = self.path.stat().st_mtime_ns
-            text = self.path.read_bytes().decode("utf-8")
+            raw = read_user_file(self.path, MAX_DATA_BYTES)
+            text = raw.decode("utf-8")
         except FileNotFoundError:
             self._stamp = None
             return
-        except UnicodeDecodeError:
-            set_aside(self.path, "not UTF-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or type(exc).__name__)
+            if set_aside(self.path, why) is None:
+                self._read_only = True
+            else:
+                self._stamp = None
             return
+        self._read_only = False
         skipped = 0
-        for line in text.splitlines():
+        for line in text.split("\n"):   # not splitlines(): \x1c, \x85, U+2028 are not line ends here
             try:
                 word = parse_line(line)  # keep words whose POS a newer build may not know
             except UserDictionaryError:
@@ -150,4 +180,5 @@ class UserDictionary:
             if word is not None:
                 self._words.append(word)
         if skipped:
+            self._unparsed = raw   # a save keeps a copy first: nothing the user wrote is lost
             log.warning("user dictionary: skipped %d malformed lines", skipped)
