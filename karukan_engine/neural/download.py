@@ -13,21 +13,26 @@ from karukan_engine.neural.errors import DownloadError
 from karukan_engine.neural.registry import ModelEntry
 
 
-def _files(entry: ModelEntry) -> list[str]:
-    assert entry.file is not None
-    return [entry.file] + (["tokenizer.json"] if entry.tokenizer == "tokenizer.json" else [])
+def _files(entry: ModelEntry) -> list[tuple[str, str]]:
+    """(repository, file name) of what a hub model needs: the GGUF, then its tokenizer.json."""
+    assert entry.file is not None and entry.repo is not None
+    files = [(entry.repo, entry.file)]
+    if entry.tokenizer == "tokenizer.json":
+        files.append((entry.tokenizer_repo or entry.repo, "tokenizer.json"))
+    return files
 
 
-def _hub_download(entry: ModelEntry, filename: str, local_only: bool, cache_dir: Path | None, endpoint: str | None) -> Path:
+def _hub_download(entry: ModelEntry, repo: str, filename: str, local_only: bool, cache_dir: Path | None, endpoint: str | None) -> Path:
     try:
         from huggingface_hub import hf_hub_download
     except ImportError as exc:
         raise DownloadError("huggingface_hub is not installed (pip install 'karukan[neural]')") from exc
     try:
         path = hf_hub_download(
-            repo_id=entry.repo,
+            repo_id=repo,
             filename=filename,
-            revision=entry.revision,
+            # a pinned revision belongs to the GGUF's repository
+            revision=entry.revision if repo == entry.repo else None,
             cache_dir=cache_dir,
             local_files_only=local_only,
             endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None,
@@ -41,10 +46,11 @@ def _hub_download(entry: ModelEntry, filename: str, local_only: bool, cache_dir:
 
 def fetch_entry(entry: ModelEntry, allow_download: bool = False, cache_dir: Path | None = None, endpoint: str | None = None) -> tuple[Path, Path | None]:
     """(GGUF path, tokenizer.json path or None) in the hub cache; downloads only when allowed.
-    Files of one repo revision share a snapshot directory, so tokenizer.json lies beside the GGUF."""
+    Files of one repo revision share a snapshot directory, so tokenizer.json from the GGUF's own
+    repository lies beside the GGUF; one from `tokenizer_repo` lies in that repository's."""
     if entry.source_kind != "hub":
         raise DownloadError(f"model {entry.id!r} is not a hub model")
-    paths = [_hub_download(entry, f, not allow_download, cache_dir, endpoint) for f in _files(entry)]
+    paths = [_hub_download(entry, repo, f, not allow_download, cache_dir, endpoint) for repo, f in _files(entry)]
     return paths[0], (paths[1] if len(paths) > 1 else None)
 
 

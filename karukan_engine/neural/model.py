@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from karukan_engine.neural.beam import BeamSearcher, Hypothesis, clamp_beam
-from karukan_engine.neural.errors import ModelNotFoundError, NeuralError, PromptTooLongError
+from karukan_engine.neural.errors import ModelLoadError, ModelNotFoundError, NeuralError, PromptTooLongError
 from karukan_engine.neural.generation import Generation
 from karukan_engine.neural.greedy import GreedySession
 from karukan_engine.neural.nll import NllScorer
 from karukan_engine.neural.prompt import DEFAULT_MAX_CONTEXT_CHARS, Prompt, build_prompt, clean_output, clean_text
 from karukan_engine.neural.runtime import LlamaModel
-from karukan_engine.neural.tokenizer import GgufTokenizer, HfTokenizer, Tokenizer, encode_prompt
+from karukan_engine.neural.tokenizer import GgufTokenizer, HfTokenizer, Tokenizer, check_agreement, gguf_token_texts
 
 TOKENIZER_FILE = "tokenizer.json"
 DEFAULT_MAX_NEW = 50
@@ -74,19 +74,26 @@ class NeuralModel:
         return self.llama.n_ctx_train
 
     def prompt_ids(self, reading: str, context: str = "", reserve: int = 1) -> list[int]:
-        """Token ids of the prompt, dropping left context (oldest first) until prompt + reserve
-        tokens fit the model's context; PromptTooLongError if the reading alone does not."""
+        """Token ids of the prompt, dropping left context (oldest characters first) until prompt +
+        reserve tokens fit the model's context; PromptTooLongError if the reading alone does not.
+        Every candidate is the tokenizer's own encoding of a whole prompt (see tokenizer.py)."""
         prompt = build_prompt(reading, context, self.options.max_context_chars)
         limit = self.n_ctx_train - max(1, reserve)
-        ids = encode_prompt(self.tokenizer, prompt)
+        ids = self.tokenizer.encode_prompt(prompt)
         if len(ids) <= limit:
             return ids
-        bare = encode_prompt(self.tokenizer, Prompt("", prompt.reading))
-        if len(bare) > limit:
+        best = self.tokenizer.encode_prompt(Prompt("", prompt.reading))
+        if len(best) > limit:
             raise PromptTooLongError(f"reading of {len(prompt.reading)} characters does not fit the model context ({self.n_ctx_train} tokens)")
-        context_ids = self.tokenizer.encode(prompt.context) if prompt.context else []
-        keep = limit - len(bare)
-        return bare[:1] + context_ids[len(context_ids) - keep :] + bare[1:] if keep > 0 else bare
+        lo, hi = 0, len(prompt.context) - 1  # context characters kept: lo fits, all do not
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            candidate = self.tokenizer.encode_prompt(Prompt(prompt.context[len(prompt.context) - mid :], prompt.reading))
+            if len(candidate) <= limit:
+                lo, best = mid, candidate
+            else:
+                hi = mid - 1
+        return best
 
     def _room(self, prompt: Sequence[int], max_new: int) -> int:
         return max(0, min(max_new, self.n_ctx_train - len(prompt)))
@@ -185,16 +192,39 @@ class ModelScorer:
         return self._raw.score_many_ids(prompt, [ids for ids, _ in encoded], [n for _, n in encoded], with_eos)
 
 
-def load_model(source: str | Path, options: ModelOptions = ModelOptions(), tokenizer_path: str | Path | None = None) -> NeuralModel:
-    """Load `<dir>/<name>.gguf` (or a GGUF path) with tokenizer.json beside it when present."""
+@dataclass(frozen=True)
+class Expected:
+    """What models.toml says a model is; a GGUF that differs is refused before use."""
+
+    architecture: str | None = None
+    n_vocab: int | None = None
+
+
+def check_expected(llama: LlamaModel, expected: Expected, label: str) -> None:
+    arch = llama.info.architecture
+    if expected.architecture and arch != expected.architecture:
+        raise ModelLoadError(f"{label}: the GGUF is a {arch!r} model, models.toml says {expected.architecture!r}")
+    if expected.n_vocab and llama.n_vocab != expected.n_vocab:
+        raise ModelLoadError(f"{label}: the GGUF has {llama.n_vocab} tokens, models.toml says {expected.n_vocab}")
+
+
+def load_model(source: str | Path, options: ModelOptions = ModelOptions(), tokenizer_path: str | Path | None = None,
+               expected: Expected = Expected()) -> NeuralModel:
+    """Load `<dir>/<name>.gguf` (or a GGUF path) with tokenizer.json beside it when present.
+
+    Refused with one line (a NeuralError): a GGUF whose architecture or vocabulary size is not
+    the expected one, and a tokenizer.json whose token strings are not the GGUF's."""
     gguf_path = find_gguf(source)
     llama = LlamaModel(gguf_path, dict(options.kv_overrides))
     try:
+        check_expected(llama, expected, gguf_path.name)
         tok_path = Path(tokenizer_path) if tokenizer_path else gguf_path.parent / TOKENIZER_FILE
         if options.tokenizer != "gguf" and (tokenizer_path or tok_path.is_file()):
             if not tok_path.is_file():
                 raise ModelNotFoundError(f"tokenizer not found: {tok_path}")
-            tokenizer: Tokenizer = HfTokenizer(tok_path, llama.n_vocab)
+            hf = HfTokenizer(tok_path, llama.n_vocab)
+            check_agreement(hf, gguf_token_texts(llama.vocab, llama.n_vocab))
+            tokenizer: Tokenizer = hf
         else:
             tokenizer = GgufTokenizer(llama.vocab)
         return NeuralModel(llama, tokenizer, options, gguf_path.stem)

@@ -5,7 +5,10 @@ Each `[models.<id>]` table has a display `name`, a source — `repo` + `file` (H
 (relative to the karukan_engine package, for the bundled model) — plus `tokenizer`
 ("tokenizer.json": the file beside the GGUF / in the same repo; "gguf": the GGUF vocabulary),
 `prompt` ("jinen" or "zenz-v3"; the same prompt), `license`, `size_mib`, `params` and optional
-`kv_overrides` (GGUF metadata overrides). The top-level `default` names the offline default.
+`kv_overrides` (GGUF metadata overrides), `tokenizer_repo` (the hub repository tokenizer.json
+comes from when the GGUF's repository has none), `arch` and `n_vocab` (what the GGUF must be:
+another architecture or vocabulary size is refused at load). The top-level `default` names the
+offline default.
 """
 
 from __future__ import annotations
@@ -44,6 +47,18 @@ class ModelEntry:
     size_mib: float | None = None
     params: str = ""
     kv_overrides: Mapping[str, object] = field(default_factory=dict)
+    tokenizer_repo: str | None = None
+    arch: str | None = None
+    n_vocab: int | None = None
+
+    @property
+    def tokenizer_source(self) -> str:
+        """Where tokenizer.json comes from, in words."""
+        if self.tokenizer == "gguf":
+            return "the GGUF's own vocabulary"
+        if self.repo:
+            return f"{self.tokenizer_repo or self.repo}/tokenizer.json"
+        return "tokenizer.json beside the GGUF"
 
     @property
     def source_kind(self) -> str:
@@ -106,6 +121,12 @@ def _entry(model_id: str, table: Mapping[str, object], base: Path) -> ModelEntry
     if not isinstance(overrides, dict):
         raise NeuralError(f"models.toml: {model_id}.kv_overrides must be a table")
     size = table.get("size_mib")
+    n_vocab = table.get("n_vocab")
+    if n_vocab is not None and (not isinstance(n_vocab, int) or isinstance(n_vocab, bool) or n_vocab <= 0):
+        raise NeuralError(f"models.toml: {model_id}.n_vocab must be a positive integer")
+    tokenizer_repo = text("tokenizer_repo")
+    if tokenizer_repo is not None and repo is None:
+        raise NeuralError(f"models.toml: {model_id}.tokenizer_repo needs a hub model (repo + file)")
     return ModelEntry(
         id=model_id,
         name=text("name", model_id) or model_id,
@@ -120,6 +141,9 @@ def _entry(model_id: str, table: Mapping[str, object], base: Path) -> ModelEntry
         size_mib=float(size) if isinstance(size, (int, float)) else None,
         params=text("params", "") or "",
         kv_overrides=dict(overrides),
+        tokenizer_repo=tokenizer_repo,
+        arch=text("arch"),
+        n_vocab=n_vocab,
     )
 
 
@@ -201,11 +225,18 @@ def load_model_by_id_or_path(source: str | None = None, options=None, registry: 
     """Resolve then load (see model.load_model); options: ModelOptions."""
     from dataclasses import replace
 
-    from karukan_engine.neural.model import ModelOptions, load_model
+    from karukan_engine.neural.model import Expected, ModelOptions, load_model
 
     resolved = resolve_model(source, registry)
     options = options or ModelOptions()
     overrides = {**resolved.kv_overrides, **options.kv_overrides}
     tokenizer_kind = "auto" if resolved.tokenizer is not None else "gguf"
     options = replace(options, kv_overrides=overrides, tokenizer=tokenizer_kind)
-    return load_model(resolved.gguf, options, tokenizer_path=resolved.tokenizer)
+    entry = resolved.entry
+    expected = Expected(entry.arch, entry.n_vocab) if entry is not None else Expected()
+    try:
+        return load_model(resolved.gguf, options, tokenizer_path=resolved.tokenizer, expected=expected)
+    except NeuralError as exc:
+        if entry is None:
+            raise
+        raise type(exc)(f"model {entry.id!r}: {exc}") from exc

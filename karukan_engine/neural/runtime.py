@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -57,11 +57,22 @@ def llama():
 # --- files ---------------------------------------------------------------------------------
 
 
+# Architectures of the kana-kanji families Karukan runs (jinen v1 / zenz: gpt2; jinen v2: qwen3;
+# the bundled and test models: llama or gpt2).
+SUPPORTED_ARCHITECTURES = ("gpt2", "llama", "qwen2", "qwen3")
+# Pre-tokenizer names some published GGUFs declare that llama.cpp does not know, and the one
+# that tokenizes them the same way (zenz: a byte-level GPT-2 BPE over single characters).
+PRE_TOKENIZER_ALIASES = {"gpt2-small-japanese-char": "gpt-2"}
+_EOS_TEXTS = ("</s>", "<|endoftext|>", "<eos>", "<|im_end|>", "<|end_of_text|>")
+
+
 @dataclass(frozen=True)
 class GgufInfo:
     architecture: str
     context_length: int
     tokenizer_pre: str
+    # GGUF metadata overrides loading needs (known quirks of published files; see fixups()).
+    fixups: Mapping[str, object] = field(default_factory=dict)
 
 
 def inspect_gguf(path: Path) -> GgufInfo:
@@ -96,11 +107,53 @@ def inspect_gguf(path: Path) -> GgufInfo:
     arch = str(field("general.architecture", ""))
     if not reader.tensors:
         raise ModelFormatError(f"GGUF file without tensors: {path.name}")
+    pre = str(field("tokenizer.ggml.pre", ""))
     return GgufInfo(
         architecture=arch,
         context_length=int(field(f"{arch}.context_length", 0)),
-        tokenizer_pre=str(field("tokenizer.ggml.pre", "")),
+        tokenizer_pre=pre,
+        fixups=fixups(reader, pre),
     )
+
+
+def _token_text(tokens, token_id) -> str | None:
+    if tokens is None or not isinstance(token_id, int) or not 0 <= token_id < len(tokens.data):
+        return None
+    return bytes(tokens.parts[tokens.data[token_id]]).decode("utf-8", errors="replace")
+
+
+def fixups(reader, pre: str) -> dict[str, object]:
+    """Overrides for known quirks of published GGUFs.
+
+    zenz GGUFs declare the pre-tokenizer "gpt2-small-japanese-char", which llama.cpp rejects, and
+    special ids off by one (bos 1 = [PAD], eos 2 = <s>; the vocabulary is [UNK] [PAD] <s> </s>).
+    So: a known alias for an unknown pre-tokenizer, and where the declared EOS token is not an
+    end-of-sequence token but the vocabulary has `</s>`, the ids of `<s>`, `</s>`, `[PAD]`."""
+    out: dict[str, object] = {}
+    if pre in PRE_TOKENIZER_ALIASES:
+        out["tokenizer.ggml.pre"] = PRE_TOKENIZER_ALIASES[pre]
+    tokens = reader.get_field("tokenizer.ggml.tokens")
+
+    def declared(key: str):
+        f = reader.get_field(key)
+        return int(f.contents()) if f is not None else None
+
+    eos = declared("tokenizer.ggml.eos_token_id")
+    if tokens is None or eos is None or _token_text(tokens, eos) in _EOS_TEXTS:
+        return out
+    ids = {}
+    for i in range(len(tokens.data)):
+        text = _token_text(tokens, i)
+        if text in ("<s>", "</s>", "[PAD]") and text not in ids:
+            ids[text] = i
+    if "</s>" not in ids:
+        return out
+    out["tokenizer.ggml.eos_token_id"] = ids["</s>"]
+    if "<s>" in ids and _token_text(tokens, declared("tokenizer.ggml.bos_token_id")) != "<s>":
+        out["tokenizer.ggml.bos_token_id"] = ids["<s>"]
+    if "[PAD]" in ids and reader.get_field("tokenizer.ggml.padding_token_id") is not None:
+        out["tokenizer.ggml.padding_token_id"] = ids["[PAD]"]
+    return out
 
 
 # --- model ---------------------------------------------------------------------------------
@@ -142,9 +195,13 @@ class LlamaModel:
     def __init__(self, path: Path, kv_overrides: Mapping[str, object] | None = None) -> None:
         lib = llama()
         self.info = inspect_gguf(path)
+        if self.info.architecture not in SUPPORTED_ARCHITECTURES:
+            raise ModelLoadError(f"{path.name} is a {self.info.architecture!r} model; Karukan runs "
+                                 f"{', '.join(SUPPORTED_ARCHITECTURES)} kana-kanji models")
         params = lib.llama_model_default_params()
         params.n_gpu_layers = 0
         params.use_mmap = True
+        kv_overrides = {**self.info.fixups, **(kv_overrides or {})}  # the caller's win
         self._overrides = _kv_override_array(kv_overrides) if kv_overrides else None
         if self._overrides is not None:
             params.kv_overrides = self._overrides
