@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any, Callable, Hashable, Iterable
 
 from karukan_engine.config import Config, ConfigError
 from karukan_engine.conversion.live_service import LiveService
@@ -47,14 +48,24 @@ class ContextHost:
         self._live = live
         self._tasks: set[asyncio.Task] = set()
         self.closed = False
+        self.last_used = time.monotonic()   # when a call last started or ended (eviction order)
         _attach_listener(session, self.push_view)
         if live is not None:
             session.attach_live_service(live, self._live_ready)
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> View:
         """Run fn(session, *args) on the worker; return the session's view afterwards."""
-        async with self._lock:
-            return await self._loop.run_in_executor(self._executor, _invoke, self._session, fn, args)
+        self.last_used = time.monotonic()
+        try:
+            async with self._lock:
+                return await self._loop.run_in_executor(self._executor, _invoke, self._session, fn, args)
+        finally:
+            self.last_used = time.monotonic()
+
+    @property
+    def busy(self) -> bool:
+        """A call is running or waiting: the context is in use right now."""
+        return self._lock.locked()
 
     def push_view(self, view: View) -> None:
         """Deliver a late view from any thread to the listener on the event loop."""
@@ -141,6 +152,27 @@ class ContextHost:
         self.closed = True
         if self._live is not None:
             self._live.close_session(id(self._session))
+
+
+def eviction_victim(contexts: Iterable[tuple[Hashable, str, float, bool]]) -> Hashable | None:
+    """Which context to close when the process holds as many as it may: the least recently used
+    idle context of the client holding the most contexts (between clients holding as many, the
+    one whose idle context waited longest). contexts: (key, owner, last_used, busy). None when
+    every context is busy.
+
+    One client opening thousands of contexts then only ever displaces its own, and a new
+    application always gets one.
+    """
+    held: dict[str, int] = {}
+    oldest: dict[str, tuple[float, Hashable]] = {}
+    for key, owner, last_used, busy in contexts:
+        held[owner] = held.get(owner, 0) + 1
+        if not busy and (owner not in oldest or last_used < oldest[owner][0]):
+            oldest[owner] = (last_used, key)
+    if not oldest:
+        return None
+    owner = max(oldest, key=lambda o: (held[o], -oldest[o][0]))
+    return oldest[owner][1]
 
 
 def _invoke(session: Session, fn: Callable[..., Any], args: tuple) -> View:

@@ -24,7 +24,7 @@ from dbus_fast.aio import MessageBus
 from dbus_fast.constants import NameFlag, RequestNameReply
 
 from ime_frontend import wire
-from ime_frontend.contexts import ContextHost, EngineCore
+from ime_frontend.contexts import ContextHost, EngineCore, eviction_victim
 from karukan_engine.session.view import View
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,11 @@ class EngineService:
             log.error("%s failed: %s at %s:%d", msg.member, type(exc).__name__, where.filename, where.lineno)
             reply = Message.new_error(msg, "org.freedesktop.DBus.Error.Failed", type(exc).__name__)
         if self._bus.connected:
-            self._bus.send(reply)
+            try:
+                self._bus.send(reply)   # marshals here: a body D-Bus cannot carry raises
+            except Exception as exc:     # never leave the call unanswered
+                log.error("%s reply could not be sent: %s", msg.member, type(exc).__name__)
+                self._bus.send(Message.new_error(msg, "org.freedesktop.DBus.Error.Failed", "unsendable reply"))
 
     def _watch_disconnects(self, msg: Message) -> None:
         if msg.member != "NameOwnerChanged" or msg.sender != "org.freedesktop.DBus":
@@ -138,19 +142,30 @@ class EngineService:
     def _send_update(self, owner: str, ctx_id: int, view: View) -> None:
         if ctx_id not in self._contexts or not self._bus.connected:
             return
-        self._bus.send(Message(
-            message_type=MessageType.SIGNAL, destination=owner, path=wire.OBJECT_PATH,
-            interface=wire.INTERFACE, member="ViewUpdated", signature="u" + wire.VIEW_SIG,
-            body=[ctx_id, wire.encode_view(view)],
-        ))
+        try:
+            self._bus.send(Message(
+                message_type=MessageType.SIGNAL, destination=owner, path=wire.OBJECT_PATH,
+                interface=wire.INTERFACE, member="ViewUpdated", signature="u" + wire.VIEW_SIG,
+                body=[ctx_id, wire.encode_view(view)],
+            ))
+        except Exception as exc:  # a late view that cannot be sent is dropped; the next key redraws
+            log.error("ViewUpdated could not be sent: %s", type(exc).__name__)
 
     async def create_context(self, sender: str, body: list) -> list:
         (client_name,) = body
         if len(client_name) > MAX_NAME_CHARS:
             raise CallError(wire.ERROR_INVALID_ARGS, "client name too long")
         owned = sum(1 for c in self._contexts.values() if c.owner == sender)
-        if owned >= MAX_CONTEXTS_PER_CLIENT or len(self._contexts) >= MAX_CONTEXTS:
+        if owned >= MAX_CONTEXTS_PER_CLIENT:
             raise CallError(wire.ERROR_LIMITS, "too many input contexts")
+        if len(self._contexts) >= MAX_CONTEXTS:
+            # Full: close the oldest idle context of the client holding the most, so a new
+            # application always gets one (that client re-creates it on its next call).
+            victim = eviction_victim((i, c.owner, c.host.last_used, c.host.busy) for i, c in self._contexts.items())
+            if victim is None:
+                raise CallError(wire.ERROR_LIMITS, "too many input contexts")
+            log.info("context limit reached: closed context %d of the client holding the most", victim)
+            self._drop(victim)
         ctx_id = self._next_id
         self._next_id += 1
         host = self._core.new_context(

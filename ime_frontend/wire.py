@@ -27,22 +27,32 @@ STYLE_CODES = {PreeditStyle.UNDERLINE: 0, PreeditStyle.HIGHLIGHT: 1}
 _STYLES_BY_CODE = {code: style for style, code in STYLE_CODES.items()}
 
 
+def sendable(text: str) -> str:
+    """text as a D-Bus string can carry it: a NUL or a lone surrogate (which no word should hold,
+    but a model or an old file might) becomes U+FFFD instead of making the whole view unsendable."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
+    return text.replace("\0", "\ufffd") if "\0" in text else text
+
+
 def encode_view(view: View) -> list:
     page = view.candidates
     items = page.items if page is not None else ()
     cursor = page.cursor if page is not None and page.cursor is not None else -1
     return [
         bool(view.handled),
-        view.commit,
-        [[span.text, STYLE_CODES[span.style]] for span in view.preedit],
+        sendable(view.commit),
+        [[sendable(span.text), STYLE_CODES[span.style]] for span in view.preedit],
         max(0, int(view.caret)),
-        [[item.label, item.text, item.annotation] for item in items],
+        [[sendable(item.label), sendable(item.text), sendable(item.annotation)] for item in items],
         cursor,
         page.page if page is not None else 0,
         page.pages if page is not None else 0,
         page.total if page is not None else 0,
-        view.aux,
-        view.mode,
+        sendable(view.aux),
+        sendable(view.mode),
         bool(view.enabled),
     ]
 
