@@ -30,6 +30,7 @@ class FakeHub(http.server.ThreadingHTTPServer):
     def __init__(self, files: dict[str, bytes]):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.files = files
+        self.other_repos: dict[str, dict[str, bytes]] = {}  # repo -> files, besides REPO
         self.ranges: list[str] = []
         self.cut_first_get_at: int | None = None
         self.gets = 0
@@ -46,11 +47,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def _file(self) -> bytes | None:
-        prefix = f"/{REPO}/resolve/"
-        if not self.path.startswith(prefix):
+        parts = self.path.split("?")[0].lstrip("/").split("/")
+        if len(parts) < 5 or parts[2] != "resolve":
             return None
-        name = self.path[len(prefix) :].split("/", 1)[-1].split("?")[0]
-        return self.server.files.get(name)
+        repo, name = "/".join(parts[:2]), "/".join(parts[4:])
+        files = self.server.files if repo == REPO else self.server.other_repos.get(repo, {})
+        return files.get(name)
 
     def _headers(self, data: bytes, status: int, length: int, extra: dict[str, str] = {}) -> None:
         self.send_response(status)
@@ -160,6 +162,18 @@ def test_missing_file_on_the_hub_is_a_clear_error(hub, tmp_path):
     broken = type(entry)(**{**entry.__dict__, "file": "nope.gguf"})
     with pytest.raises(DownloadError, match="nope.gguf"):
         fetch_entry(broken, allow_download=True, cache_dir=tmp_path / "cache", endpoint=hub.url)
+
+
+def test_tokenizer_json_from_another_repository(hub, tmp_path):
+    """tokenizer_repo: the GGUF from its repository, tokenizer.json from the named one."""
+    hub.other_repos["someone/tokenizers"] = {"tokenizer.json": b'{"from": "elsewhere"}'}
+    text = f'[models.split]\nrepo = "{REPO}"\nfile = "tiny-Q5_K_M.gguf"\ntokenizer_repo = "someone/tokenizers"\n'
+    entry = parse_registry(text, tmp_path).get("split")
+    assert entry.tokenizer_source == "someone/tokenizers/tokenizer.json"
+    gguf, tokenizer = fetch_entry(entry, allow_download=True, cache_dir=tmp_path / "cache", endpoint=hub.url)
+    assert gguf.read_bytes() == hub.files["tiny-Q5_K_M.gguf"]
+    assert tokenizer.read_bytes() == b'{"from": "elsewhere"}'
+    assert is_downloaded(entry, cache_dir=tmp_path / "cache")
 
 
 def test_cli_download_with_progress(hub, tmp_path):

@@ -8,6 +8,16 @@ from karukan_engine.neural.errors import DownloadError, ModelNotFoundError, Neur
 from karukan_engine.neural.registry import default_registry_path, load_registry, parse_registry, resolve_model
 
 JINEN = ["jinen-v1-xsmall-q5", "jinen-v1-small-q5", "jinen-v1.1-beta-q5", "jinen-v2-xsmall-q5", "jinen-v2-small-q5"]
+# (id, repository, file, architecture) as published
+PUBLISHED = [
+    ("jinen-v1-xsmall-q5", "togatogah/jinen-v1-xsmall.gguf", "jinen-v1-xsmall-Q5_K_M.gguf", "gpt2"),
+    ("jinen-v1-small-q5", "togatogah/jinen-v1-small.gguf", "jinen-v1-small-Q5_K_M.gguf", "gpt2"),
+    ("jinen-v1.1-beta-q5", "togatogah/jinen-v1.1-beta.gguf", "jinen-v1.1-beta-Q5_K_M.gguf", "qwen3"),
+    ("jinen-v2-xsmall-q5", "togatogah/jinen-v2-xsmall.gguf", "jinen-v2-xsmall-Q5_K_M.gguf", "qwen3"),
+    ("jinen-v2-small-q5", "togatogah/jinen-v2-small.gguf", "jinen-v2-small-Q5_K_M.gguf", "qwen3"),
+    ("zenz-v3_1-small-q5", "Miwa-Keita/zenz-v3.1-small-gguf", "ggml-model-Q5_K_M.gguf", "gpt2"),
+    ("zenz-v3_1-xsmall-q5", "Miwa-Keita/zenz-v3.1-xsmall-gguf", "ggml-model-Q5_K_M.gguf", "gpt2"),
+]
 
 
 def test_repository_registry_lists_the_models():
@@ -22,6 +32,18 @@ def test_repository_registry_lists_the_models():
     assert bundled.source_kind == "package" and bundled.local_path().parts[-2:] == ("data", "model")
 
 
+@pytest.mark.parametrize("model_id, repo, file, arch", PUBLISHED)
+def test_entries_name_the_published_files_and_their_tokenizer(model_id, repo, file, arch):
+    entry = load_registry(default_registry_path()).get(model_id)
+    assert (entry.repo, entry.file, entry.arch) == (repo, file, arch)
+    if model_id.startswith("jinen"):  # tokenizer.json from the GGUF's own repository
+        assert entry.tokenizer == "tokenizer.json" and entry.tokenizer_repo is None
+        assert entry.tokenizer_source == f"{repo}/tokenizer.json"
+    else:  # zenz: the GGUF's vocabulary (the 6,000-symbol tokenizer)
+        assert entry.tokenizer == "gguf" and entry.n_vocab == 6000
+        assert entry.tokenizer_source == "the GGUF's own vocabulary"
+
+
 def test_bad_entries_are_reported():
     with pytest.raises(NeuralError, match="exactly one"):
         parse_registry('[models.x]\nrepo = "a/b"\n', Path("."))
@@ -33,6 +55,12 @@ def test_bad_entries_are_reported():
         parse_registry('default = "y"\n[models.x]\npath = "m.gguf"\n', Path("."))
     with pytest.raises(NeuralError, match="TOML"):
         parse_registry("[models.x\n", Path("."))
+    with pytest.raises(NeuralError, match="n_vocab"):
+        parse_registry('[models.x]\npath = "m.gguf"\nn_vocab = "6000"\n', Path("."))
+    with pytest.raises(NeuralError, match="n_vocab"):
+        parse_registry('[models.x]\npath = "m.gguf"\nn_vocab = 0\n', Path("."))
+    with pytest.raises(NeuralError, match="tokenizer_repo"):
+        parse_registry('[models.x]\npath = "m.gguf"\ntokenizer_repo = "a/b"\n', Path("."))
 
 
 def test_resolve_paths_and_ids(tmp_path):
