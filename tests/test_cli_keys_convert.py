@@ -67,11 +67,34 @@ def test_bad_usage_exits_2(argv, capsys):
     assert code == 2 and out == "" and err.startswith("karukan: ") and err.count("\n") == 1
 
 
-def test_keys_bad_config_exits_2(tmp_path, capsys):
+def test_keys_bad_config_value_is_reported_and_typing_goes_on(tmp_path, capsys):
     bad = tmp_path / "c.toml"
     bad.write_text("[input]\nmode = 5\n", encoding="utf-8")
-    code, _, err = run(["keys", "--config", str(bad), "a"], capsys)
-    assert code == 2 and "input.mode" in err
+    code, out, err = run(["keys", "--no-model", "--config", str(bad), "a"], capsys)
+    assert code == 0 and "input.mode" in err and err.count("\n") == 1 and "preedit: あ" in out
+    code, _, err = run(["keys", "--config", str(tmp_path / "none.toml"), "a"], capsys)
+    assert code == 2 and "no such config" in err          # a missing explicit file is bad usage
+
+
+@pytest.mark.parametrize("content", [
+    "a = " + "[" * 50000 + "]" * 50000 + "\n",     # RecursionError in the TOML parser
+    "[session\n",
+    "\udcff",                                       # not UTF-8 (written with surrogateescape)
+    "dir", "fifo",
+])
+def test_keys_types_with_any_damaged_config(tmp_path, capsys, content):
+    import os
+
+    path = tmp_path / "c.toml"
+    if content == "dir":
+        path.mkdir()
+    elif content == "fifo":
+        os.mkfifo(path)
+    else:
+        path.write_text(content, encoding="utf-8", errors="surrogateescape")
+    code, out, err = run(["keys", "--no-model", "--config", str(path), "kanji<F6><return>"], capsys)
+    assert code == 0 and commit_lines(out) == ["かんじ"]
+    assert err.count("\n") == 1 and "learning off" in err   # one clear message
 
 
 def test_keys_live_flag(capsys):
@@ -136,3 +159,50 @@ def test_console_entry_point_runs_in_a_fresh_process(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, "keys", "<Bogus>"], capture_output=True, text=True,
                           env=env, timeout=120, cwd=REPO)
     assert proc.returncode == 2 and "unknown key" in proc.stderr
+
+
+def test_convert_jsonl_answers_every_bad_line_and_goes_on(capsys, monkeypatch):
+    # Issue 17 item 9: a deeply nested line ended the run (only syntax errors were caught).
+    from karukan_engine.conversion import convert_cli
+
+    monkeypatch.setattr(convert_cli, "MAX_LINE_CHARS", 300000)
+    lines = [
+        "[" * 100000 + "]" * 100000,                                     # RecursionError
+        '{"id": 1, "reading": "かな", "context": ' + "[" * 100000 + "]" * 100000 + "}",
+        '{"id": NaN, "reading": "かな"}',                                 # NaN cannot be echoed
+        '{"id": 3, "reading": "' + "か" * (convert_cli.MAX_READING_CHARS + 1) + '"}',
+        '{"id": 4, "reading": "\\ud800"}',                             # a lone surrogate
+        '{"id": 5, "reading": "か", "context": "' + "x" * (convert_cli.MAX_CONTEXT_CHARS + 1) + '"}',
+        "x" * 400000,                                                    # over the line cap
+        '{"id": 7, "reading": "' + "か" * 500 + '"',                    # truncated
+        json.dumps({"id": 8, "reading": "かな", "n": 2}),
+    ]
+    code, out, _ = run(["convert", "--jsonl", "--no-model"], capsys, "\n".join(lines) + "\n", monkeypatch)
+    answers = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(answers) == len(lines)
+    assert all("error" in a for a in answers[:-1]) and "candidates" in answers[-1]
+    assert "nested" in answers[0]["error"] and "nested" in answers[1]["error"]
+    assert answers[3] == {"id": 3, "error": answers[3]["error"]} and "longer than" in answers[3]["error"]
+    assert answers[4]["id"] == 4 and "surrogate" in answers[4]["error"]
+    assert answers[5]["id"] == 5 and "context" in answers[5]["error"]
+    assert "line longer" in answers[6]["error"] and answers[8]["id"] == 8
+
+
+def test_convert_refuses_an_overlong_reading_with_a_clear_error(capsys):
+    from karukan_engine.conversion.convert_cli import MAX_READING_CHARS
+
+    code, out, err = run(["convert", "--no-model", "か" * (MAX_READING_CHARS + 1)], capsys)
+    assert code == 2 and out == "" and f"longer than {MAX_READING_CHARS}" in err and err.count("\n") == 1
+    code, out, _ = run(["convert", "--no-model", "-n", "1", "か" * MAX_READING_CHARS], capsys)
+    assert code == 0 and len(out.splitlines()) == 1
+
+
+def test_jsonl_bytes_that_are_not_utf8_get_an_error(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
+           "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    data = b'{"id": 1, "reading": "\xff\xfe"}\n' + json.dumps({"id": 2, "reading": "かな"}).encode() + b"\n"
+    result = subprocess.run([sys.executable, "-m", "karukan_engine.cli", "convert", "--jsonl", "--no-model"],
+                            input=data, capture_output=True, timeout=120, env=env, cwd=str(REPO))
+    answers = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert result.returncode == 0, result.stderr
+    assert answers[0]["id"] == 1 and "error" in answers[0] and answers[1]["id"] == 2 and answers[1]["candidates"]

@@ -4,8 +4,9 @@
     karukan convert --jsonl   < {"id": .., "context": "..", "reading": "..", "n": 5} per line
                               > {"id": .., "candidates": [..], "ms": 1.2} per line, in input order
 
-The converter is built once. A bad JSON line is answered with {"id": .., "error": ".."} and the
-run goes on. READING may be hiragana or katakana (half-width too).
+The converter is built once. A bad line (not JSON, nested too deeply, too long, a bad field, a
+reading over MAX_READING_CHARS) is answered with {"id": .., "error": ".."} and the run goes on.
+READING may be hiragana or katakana (half-width too).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, Iterator, TextIO
 
 from karukan_engine.cli import UsageError
 from karukan_engine.conversion.types import Converter, ConversionRequest
@@ -22,6 +23,12 @@ from karukan_engine.kana import to_fullwidth_katakana, to_hiragana
 
 DEFAULT_N = 5
 MAX_N = 1000
+# Longer readings are refused with a clear error: nobody converts a page at once, and the
+# converter's time grows with the reading (its memory is linear).
+MAX_READING_CHARS = 2000
+MAX_CONTEXT_CHARS = 10000
+# A --jsonl line longer than this is answered with an error without being held in memory.
+MAX_LINE_CHARS = 1 << 20
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,10 +48,24 @@ def normalise_reading(reading: str) -> str:
     return to_hiragana(to_fullwidth_katakana(reading.strip()))
 
 
+class ReadingError(ValueError):
+    """A reading (or context) the converter will not take; the message says why."""
+
+
+def check_request(reading: str, context: str) -> None:
+    if len(reading) > MAX_READING_CHARS:
+        raise ReadingError(f"reading longer than {MAX_READING_CHARS} characters ({len(reading)}); split it")
+    if len(context) > MAX_CONTEXT_CHARS:
+        raise ReadingError(f"context longer than {MAX_CONTEXT_CHARS} characters")
+    if any("\ud800" <= ch <= "\udfff" for ch in reading + context):
+        raise ReadingError("lone surrogate in the text")
+
+
 def convert_one(converter: Converter, reading: str, context: str, n: int) -> list[str]:
+    check_request(reading, context)
     reading = normalise_reading(reading)
     if not reading:
-        raise ValueError("empty reading")
+        raise ReadingError("empty reading")
     request = ConversionRequest(reading, context, learn=False)
     surfaces = [c.surface for c in converter.candidates(request, n)]
     return surfaces or [reading]
@@ -57,11 +78,19 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give a READING or --jsonl, not both")
     if not args.jsonl and not (args.reading and normalise_reading(args.reading)):
         raise UsageError("a READING is needed (or --jsonl)")
+    if not args.jsonl:
+        try:
+            check_request(args.reading, args.context)
+        except ReadingError as exc:
+            raise UsageError(str(exc)) from None
     from karukan_engine.conversion.factory import ConverterOptions, build_converter
 
     converter = build_converter(ConverterOptions(use_model=not args.no_model, model_id=args.model,
                                                  require_model=args.model is not None))
     if args.jsonl:
+        reconfigure = getattr(sys.stdin, "reconfigure", None)
+        if callable(reconfigure):   # a line that is not UTF-8 gets an error, not the end of the run
+            reconfigure(errors="surrogateescape")
         serve_jsonl(converter, sys.stdin, sys.stdout, args.context, args.n)
         return 0
     for surface in convert_one(converter, args.reading, args.context, args.n):
@@ -70,21 +99,63 @@ def run(args: argparse.Namespace) -> int:
 
 
 def serve_jsonl(converter: Converter, inp: TextIO, out: TextIO, default_context: str, default_n: int) -> None:
-    for line in inp:
-        if not line.strip():
+    for line in _bounded_lines(inp, MAX_LINE_CHARS):
+        if line is None:
+            answer: dict[str, Any] = {"id": None, "error": f"line longer than {MAX_LINE_CHARS} characters"}
+        elif not line.strip():
             continue
-        out.write(json.dumps(_answer(converter, line, default_context, default_n), ensure_ascii=False) + "\n")
+        else:
+            answer = _answer(converter, line, default_context, default_n)
+        out.write(_dumps(answer) + "\n")
         out.flush()
 
 
-def _answer(converter: Converter, line: str, default_context: str, default_n: int) -> dict[str, Any]:
+def _bounded_lines(inp: TextIO, limit: int) -> Iterator[str | None]:
+    """The lines of inp; None for a line over `limit` characters (skipped without keeping it)."""
+    while True:
+        line = inp.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith("\n"):
+            while True:   # drop the rest of this line, a piece at a time
+                rest = inp.readline(limit)
+                if not rest or rest.endswith("\n"):
+                    break
+            yield None
+            continue
+        yield line
+
+
+def _dumps(answer: dict[str, Any]) -> str:
+    text = json.dumps(answer, ensure_ascii=False)
     try:
-        item = json.loads(line)
+        text.encode("utf-8")
+    except UnicodeEncodeError:   # an id holding a lone surrogate: send it escaped
+        text = json.dumps(answer)
+    return text
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _answer(converter: Converter, line: str, default_context: str, default_n: int) -> dict[str, Any]:
+    """The answer to one line; never raises (every bad line gets an error and the run goes on)."""
+    try:
+        item = json.loads(line, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         return {"id": None, "error": f"not JSON: {exc.msg}"}
+    except RecursionError:
+        return {"id": None, "error": "not JSON: nested too deeply"}
+    except (ValueError, MemoryError) as exc:
+        return {"id": None, "error": f"not JSON: {exc}" if isinstance(exc, ValueError) else "not JSON: too large"}
     if not isinstance(item, dict):
         return {"id": None, "error": "each line must be a JSON object"}
     ident = item.get("id")
+    try:
+        json.dumps(ident)   # an id is echoed back: it must be writable again
+    except (ValueError, TypeError, RecursionError):
+        return {"id": None, "error": "id cannot be echoed back"}
     reading, context, n = item.get("reading"), item.get("context", default_context), item.get("n", default_n)
     if not isinstance(reading, str):
         return {"id": ident, "error": "reading must be a string"}
@@ -95,6 +166,8 @@ def _answer(converter: Converter, line: str, default_context: str, default_n: in
     start = time.perf_counter()
     try:
         candidates = convert_one(converter, reading, context, n)
+    except ReadingError as exc:
+        return {"id": ident, "error": str(exc)}
     except Exception as exc:  # one bad item must not end the run
         return {"id": ident, "error": f"{type(exc).__name__}: {exc}"}
     return {"id": ident, "candidates": candidates, "ms": round((time.perf_counter() - start) * 1000, 3)}

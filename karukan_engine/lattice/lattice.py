@@ -21,6 +21,8 @@ PASS_THROUGH_COST = 2000
 PASS_THROUGH_CHAR_COST = 6000
 # A reading's entries are stored cheapest first; the long tail (rare kanji) only slows the search.
 MAX_ENTRIES_PER_READING = 120
+# No dictionary reading is this long; bounding the prefix search keeps a build linear in the reading.
+MAX_WORD_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -109,9 +111,9 @@ class LatticeBuilder:
         extra_rows: list[tuple[int, int, int, int, int]] = []   # start, end, lid, rid, cost
         extra_surfaces: list[str] = []
         extra_sources: list[str] = []
-        covered = np.zeros((n + 1, n + 1), dtype=bool)
         for i in range(n):
-            for word in d.prefixes(reading[i:limit[i]]):
+            covered: set[int] = set()   # ends of the dictionary words starting at i (O(n) memory overall)
+            for word in d.prefixes(reading[i:min(limit[i], i + MAX_WORD_CHARS)]):
                 span = d.key_range(word)
                 if span is None:
                     continue
@@ -121,7 +123,7 @@ class LatticeBuilder:
                 run_end.append(j)
                 run_first.append(a)
                 run_count.append(min(b - a, MAX_ENTRIES_PER_READING))
-                covered[i, j] = True
+                covered.add(j)
             for source in self.sources:
                 for extra in source.words_at(reading, i):
                     j = i + len(extra.reading)
@@ -166,18 +168,19 @@ class LatticeBuilder:
             _decode=d.surface,
         )
 
-    def _fallbacks(self, reading: str, i: int, limit: int, covered: np.ndarray):
-        """Single characters nothing covers, and whole digit/Latin runs passing through."""
+    def _fallbacks(self, reading: str, i: int, limit: int, covered: set[int]):
+        """Single characters nothing covers, and whole digit/Latin runs passing through.
+        covered: the ends of the dictionary words that start at i."""
         ch = reading[i]
         kind = char_class(ch)
         pos = self._class_pos[kind]
-        if not covered[i, i + 1]:
+        if i + 1 not in covered:
             yield i + 1, ch, pos, UNKNOWN_KANA_COST if kind == "kana" else PASS_THROUGH_CHAR_COST
         if kind in ("digit", "alpha") and (i == 0 or char_class(reading[i - 1]) != kind):
             j = i + 1
             while j < limit and char_class(reading[j]) == kind:
                 j += 1
-            if j > i + 1 and not covered[i, j]:
+            if j > i + 1 and j not in covered:
                 yield j, reading[i:j], pos, PASS_THROUGH_COST
 
 
