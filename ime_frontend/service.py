@@ -196,7 +196,9 @@ class EngineService:
 
     async def content_type(self, sender: str, body: list) -> list:
         ctx_id, purpose, hints = body
-        await self._context(sender, ctx_id).set_content_type(purpose, hints)
+        view = await self._context(sender, ctx_id).set_content_type(purpose, hints)
+        if view.commit:   # turned into a password field mid-composition: what was typed is committed
+            self._send_update(sender, ctx_id, view)
         return []
 
     async def input_mode(self, sender: str, body: list) -> list:

@@ -91,9 +91,14 @@ class KarukanEngine(ServiceInterface):
         self._mode = mode
 
     def late_view(self, view: View) -> None:
-        """A view that arrived after its key was answered (model result)."""
-        if self._focused and not self.password_field:
+        """A view that arrived after its key was answered (model result), or the commit of what
+        was typed when the field turned into a password field (the engine service sends it)."""
+        if not self._focused:
+            return
+        if not self.password_field:
             self.show(view)
+        elif view.commit:
+            self._send(self._renderer.render(View(handled=False, commit=view.commit)))
 
     @property
     def password_field(self) -> bool:
@@ -226,10 +231,18 @@ class KarukanEngine(ServiceInterface):
     @ContentType.setter
     def ContentType(self, value: "(uu)"):
         self._purpose, self._hints = value
-        task = asyncio.ensure_future(self._context.set_content_type(self._purpose, self._hints))
+        task = asyncio.ensure_future(self._content_type_changed(self._purpose, self._hints))
         task.add_done_callback(_log_failure)
         if self.password_field:
             self._send(self._renderer.clear())
+
+    async def _content_type_changed(self, purpose: int, hints: int) -> None:
+        # A field that became a password field mid-composition: the session commits what was
+        # shown (never learned) and answers with it in process; through the engine service the
+        # commit arrives as a late view instead.
+        view = await self._context.set_content_type(purpose, hints)
+        if isinstance(view, View) and view.commit:
+            self._send(self._renderer.render(View(handled=False, commit=view.commit)))
 
     @dbus_property(access=PropertyAccess.READ)
     def FocusId(self) -> "b":

@@ -229,10 +229,23 @@ class Session:
         if self._live_listener is not None:
             self._live_listener()
 
-    def set_content_type(self, purpose: int, hints: int) -> None:
-        """Password and PIN fields: keys pass through and nothing is learned."""
-        self._password = purpose in (PURPOSE_PASSWORD, PURPOSE_PIN)
+    def set_content_type(self, purpose: int, hints: int) -> View | None:
+        """Password and PIN fields: keys pass through and nothing is learned.
+
+        A field that turns into a password field while something is typed gets what is shown
+        committed (never learned), as a focus change would: the text is not lost, and nothing
+        stays hidden in the session to reappear later. The View carrying that commit is
+        returned; None when nothing changed on screen.
+        """
+        password = purpose in (PURPOSE_PASSWORD, PURPOSE_PIN)
         self._private = bool(hints & HINT_PRIVATE)
+        if password and not self._password and self._state in (State.COMPOSITION, State.CONVERSION):
+            self._begin_event()
+            self._password = True
+            self._commit_shown()
+            return self._finish(True)
+        self._password = password
+        return None
 
     def select_candidate(self, index_on_page: int) -> View:
         """A click on the candidate window: select that candidate and commit."""
