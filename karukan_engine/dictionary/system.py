@@ -37,8 +37,18 @@ class Entry:
     cost: int
 
 
+# No compiled dictionary file comes near this; a larger one (a sparse or runaway file) is
+# refused before it is read.
+MAX_FILE_BYTES = 1 << 30
+
+
 def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The file's sha256, read in pieces (constant memory)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 class DictionaryFormatError(ValueError):
@@ -62,13 +72,17 @@ class SystemDictionary:
         except DictionaryFormatError:
             raise
         except (OSError, EOFError, ValueError, RuntimeError, KeyError, TypeError, zipfile.BadZipFile,
-                zlib.error) as exc:
+                zlib.error, ArithmeticError, MemoryError) as exc:
             # marisa reports a damaged trie as RuntimeError; a damaged .npz surfaces as
             # BadZipFile, zlib.error or EOFError depending on where the damage lies.
             raise DictionaryFormatError(f"compiled dictionary in {directory.name}/ is unreadable "
                                         f"({type(exc).__name__}); rebuild it with tools/build_dictionary.py") from exc
 
     def _load(self, directory: Path) -> None:
+        oversized = [name for name in _FILES if (directory / name).stat().st_size > MAX_FILE_BYTES]
+        if oversized:
+            raise DictionaryFormatError(f"compiled dictionary in {directory.name}/ is damaged ({oversized[0]} is "
+                                        "impossibly large); rebuild it with tools/build_dictionary.py")
         self.meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
         if not isinstance(self.meta, dict) or self.meta.get("format") != FORMAT_VERSION:
             raise DictionaryFormatError(f"compiled dictionary in {directory.name}/ has an unknown format "
