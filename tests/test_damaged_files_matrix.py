@@ -200,3 +200,51 @@ def _damage_binary(path: Path, kind: str, good: bytes) -> None:
         path.symlink_to("/dev/zero")
     elif kind == "loop":
         path.symlink_to(path.name)
+
+
+def test_serve_types_with_every_user_file_damaged_at_once(tmp_path):
+    # `serve` is what the desktop starts: with every user file damaged it must answer keys, and
+    # the one bad config value beside `[learning] enabled = false` must not turn learning on.
+    import asyncio
+    import subprocess
+
+    from ime_frontend.client import EngineClient
+    from ime_frontend.headless import HeadlessDesktop
+
+    good = good_home(tmp_path)
+    where = paths(tmp_path)
+    where["config"].write_bytes(good["config"] + b"page_size = 10\n[learning]\nenabled = false\n")
+    damage(where["learning"], "nested", good["learning"])
+    damage(where["user_dictionary"], "directory", good["user_dictionary"])
+    damage(where["keymap"], "fifo", good["keymap"])
+    damage(where["romaji_table"], "device", good["romaji_table"])
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env.pop("KARUKAN_CONFIG", None)
+    with HeadlessDesktop() as desktop:
+        address = desktop.start_session_bus()
+        engine = subprocess.Popen([sys.executable, "-m", "karukan_engine.cli", "serve", "--no-model",
+                                   "--address", address], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=env, text=True)
+        try:
+            assert engine.stdout.readline().strip() == "READY"
+
+            async def type_and_commit() -> str:
+                client = await EngineClient.connect(address)
+                ctx = await client.create_context("matrix")
+                commit = ""
+                for keysym in [ord(c) for c in "kanji"] + [0xFF0D]:
+                    commit += (await ctx.process_key(keysym, 0, False)).commit
+                client.disconnect()
+                return commit
+
+            assert asyncio.run(asyncio.wait_for(type_and_commit(), 60))
+        finally:
+            engine.terminate()
+            _, err = engine.communicate(timeout=60)
+    assert engine.returncode == 0, err
+    assert "page_size" in err and "keymap" in err and "romaji" in err
+    assert "かんじ" not in err and "漢字" not in err
+    learning = where["learning"]
+    assert not learning.exists() or "かんじ" not in learning.read_text(encoding="utf-8")   # learning stayed off
+    assert aside_copies(learning) and aside_copies(where["user_dictionary"])
