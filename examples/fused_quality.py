@@ -49,6 +49,8 @@ from karukan_engine.evaluation.metrics import EvalItem, Scores, load_items  # no
 EVAL_DIR = ROOT / "karukan_engine" / "data" / "eval"
 DEV_SETS = ("mozc_evaluation.tsv", "anthy_corpus.tsv", "anthy_context.jsonl")
 DOCS_SET = "docs_heldout"
+HELDOUT_SETS = ("wac_test", "chat_heldout")
+NO_CONTEXT = " (no context)"
 GRID = {
     "lattice": (0.0, 0.25, 0.5, 1.0, 2.0, 4.0),
     "nll": (0.0, 0.5, 1.0, 2.0),
@@ -65,15 +67,37 @@ def sample(items: list[EvalItem], limit: int) -> list[EvalItem]:
     return items[::step][:limit]
 
 
-def docs_items() -> list[EvalItem] | None:
-    """The training pipeline's held-out documentation pairs, when built here (readings in hiragana)."""
+def pair_items(path: Path) -> list[EvalItem]:
+    """Training-pipeline pairs ({"context", "reading" (katakana), "surface"}) as EvalItems."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [EvalItem(to_hiragana(r["reading"]), (r["surface"],), r.get("context", "")) for r in rows]
+
+
+def work_sets(limit: int, docs: bool = True) -> dict[str, list[EvalItem]]:
+    """The training pipeline's held-out sets, when built here (never committed): the docs
+    hold-out, the annotated Wikipedia test split and the held-out chat dialogues."""
     from karukan_engine.training.paths import work_dir
 
-    path = work_dir() / "pairs" / "test.jsonl"
-    if not path.is_file():
-        return None
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    return [EvalItem(to_hiragana(r["reading"]), (r["surface"],), r.get("context", "")) for r in rows]
+    paths = {name: work_dir() / "pairs" / "heldout" / f"{name}.jsonl" for name in HELDOUT_SETS}
+    if docs:
+        paths = {DOCS_SET: work_dir() / "pairs" / "test.jsonl", **paths}
+    sets = {}
+    for name, path in paths.items():
+        if path.is_file():
+            sets[name] = sample(pair_items(path), limit)
+        else:
+            print(f"note: {name} skipped (the training pipeline has not built it here)")
+    return sets
+
+
+def with_no_context(sets: dict[str, list[EvalItem]]) -> dict[str, list[EvalItem]]:
+    """Every set, plus a copy without the left context of every set that has one."""
+    out = {}
+    for name, items in sets.items():
+        out[name] = items
+        if any(it.context for it in items):
+            out[name + NO_CONTEXT] = [replace(it, context="") for it in items]
+    return out
 
 
 # --- statistics -------------------------------------------------------------------------------
@@ -222,14 +246,11 @@ def format_row(set_name: str, system: str, s: dict) -> str:
 
 
 def load_sets(paths: Sequence[Path] | None, limit: int, docs: bool) -> dict[str, list[EvalItem]]:
-    sets = {p.name: sample(load_items(p), limit) for p in (paths or [EVAL_DIR / n for n in DEV_SETS])}
-    if docs:
-        found = docs_items()
-        if found is None:
-            print(f"note: {DOCS_SET} skipped (the training pipeline's pairs/test.jsonl is not built here)")
-        else:
-            sets[DOCS_SET] = sample(found, limit)
-    return sets
+    """The named sets, else the package's dev sets plus the pipeline's held-out ones."""
+    if paths:
+        return {p.name: sample(load_items(p), limit) for p in paths}
+    sets = {n: sample(load_items(EVAL_DIR / n), limit) for n in DEV_SETS}
+    return {**sets, **work_sets(limit, docs)}
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -275,14 +296,16 @@ def main() -> int:
     dictionary, base, model, model_id, slot = (pipeline.dictionary, pipeline.base, pipeline.model,
                                                pipeline.model_id, pipeline.slot)
     settings = ConversionSettings().for_model(model_id)
-    sets = load_sets(args.dev, args.limit, docs=not args.no_docs)
+    sets = with_no_context(load_sets(args.dev, args.limit, docs=not args.no_docs))
 
     def dictionary_top(item: EvalItem) -> list[str]:
         return [c.surface for c in base.candidates(request_of(item), N_CANDIDATES)]
 
     weights, fitted = settings.weights, None
     if args.fit:
-        fit_items = [it for items in sets.values() for it in items[0::2]]
+        # The no-context copies repeat rows already fitted with their context.
+        fit_items = [it for name, items in sets.items() if not name.endswith(NO_CONTEXT)
+                     for it in items[0::2]]
         fitter = FusedConverter(base, [slot], settings, lexicon=dictionary)
         evidence = gather_evidence(fitter, slot, fit_items)
         fitted = fit(fit_items, evidence, [dictionary_top(it) for it in fit_items])

@@ -60,7 +60,6 @@ TRAINING_PARTS = ("chat", "tatoeba", "wikipedia", "aozora")
 HELD_OUT_PARTS = ("chat_heldout", "gimp-help-ja", "gnome-user-docs-ja")   # never read here
 LAMBDA_GRID = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 RANK_WEIGHT = 1.0
-NO_CONTEXT = " (no context)"
 
 
 def normalise(text: str) -> str:
@@ -319,39 +318,6 @@ def fused_quality():
     return module
 
 
-def pair_items(path: Path):
-    """{"context", "reading" (katakana), "surface"} lines as EvalItems (reading in hiragana)."""
-    from karukan_engine.evaluation.metrics import EvalItem
-    from karukan_engine.kana import to_hiragana
-
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [EvalItem(to_hiragana(r["reading"]), (r["surface"],), r.get("context", "")) for r in rows]
-
-
-def dev_sets(work: Path, limit: int) -> dict[str, list]:
-    fq = fused_quality()
-    sets = fq.load_sets(None, limit, docs=True)
-    for name in ("wac_test", "chat_heldout"):
-        path = work / "pairs" / "heldout" / f"{name}.jsonl"
-        if path.is_file():
-            sets[name] = fq.sample(pair_items(path), limit)
-        else:
-            print(f"note: {name} skipped ({path.relative_to(work)} is not built here)")
-    return sets
-
-
-def with_no_context(sets: dict[str, list]) -> dict[str, list]:
-    """Every set, plus a copy without the left context of every set that has one."""
-    from dataclasses import replace
-
-    out = {}
-    for name, items in sets.items():
-        out[name] = items
-        if any(it.context for it in items):
-            out[name + NO_CONTEXT] = [replace(it, context="") for it in items]
-    return out
-
-
 def rerank(candidates: Sequence[str], log_s: Sequence[float], lam: float,
            rank_weight: float = RANK_WEIGHT) -> list[str]:
     """Candidates by -rank_weight * rank + lam * log S, best first; ties keep the given order."""
@@ -399,7 +365,7 @@ def main() -> int:
     def dictionary_top(item) -> list[str]:
         return [c.surface for c in base.candidates(fq.request_of(item), fq.N_CANDIDATES)]
 
-    sets = with_no_context(dev_sets(work, args.limit))
+    sets = fq.with_no_context(fq.load_sets(None, args.limit, docs=True))
     lists, scores, seconds = {}, {}, {}
     for name, items in sets.items():
         started = time.perf_counter()
@@ -414,7 +380,7 @@ def main() -> int:
             at += len(cands)
         seconds[name] = (dictionary_s, time.perf_counter() - started)
 
-    fit_names = [n for n in sets if not n.endswith(NO_CONTEXT)]
+    fit_names = [n for n in sets if not n.endswith(fq.NO_CONTEXT)]
     fit_items = [it for n in fit_names for it in sets[n][0::2]]
     fit_lists = [c for n in fit_names for c in lists[n][0::2]]
     fit_scores = [s for n in fit_names for s in scores[n][0::2]]

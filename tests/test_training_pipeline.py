@@ -9,12 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from karukan_engine.training.corpus import (
-    is_japanese_sentence, markup_blocks, roff_blocks, sentences_of_block,
+    corpus_sentences, is_held_out_group, is_japanese_sentence, markup_blocks, roff_blocks,
+    sentences_of_block, units_of_line,
 )
 from karukan_engine.training.pairs import (
-    MAX_CONTEXT_CHARS, Pair, is_dev_sentence, readable_runs, sentence_pairs, span_pair,
+    EVAL_SURFACE_CHARS, MAX_CONTEXT_CHARS, Pair, evaluation_pair, is_dev_sentence, readable_runs,
+    sentence_pairs, span_pair,
 )
-from karukan_engine.training.readings import align
+from karukan_engine.training.readings import align, gold_chunks
+from karukan_engine.training.sources import SOURCES, Source, corpus_parts
 from karukan_engine.training.vocab import BYTE_BASE, CharTokenizer, build_vocabulary, write_tokenizer_json
 
 # --- corpus -------------------------------------------------------------------------------
@@ -43,6 +46,52 @@ def test_is_japanese_sentence():
     assert not is_japanese_sentence("ls -l /usr/bin")
     assert not is_japanese_sentence("短い")
     assert not is_japanese_sentence("dd if=/dev/zero of=ファイル bs=1M")
+
+
+def test_units_keep_short_lines_whole_and_split_long_ones():
+    assert units_of_line("そうですね！明日も晴れるといいな") == ["そうですね!明日も晴れるといいな"]
+    long = "今日は晴れです。" * 15
+    assert units_of_line(long) == ["今日は晴れです。"] * 15
+    assert units_of_line("   ") == []
+
+
+def _write_xz(path, text):
+    import lzma
+
+    with lzma.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def test_dialogues_are_held_out_whole_and_stably(tmp_path):
+    dialogues = [[f"こんにちは、{i}番です", f"よろしくお願いします{i}"] for i in range(400)]
+    _write_xz(tmp_path / "chat.txt.xz", "\n\n".join("\n".join(d) for d in dialogues) + "\n")
+    source = Source("chat", "lines", "test", file="chat.txt.xz", heldout_percent=10)
+    parts = corpus_sentences(source, tmp_path)
+    assert set(parts) == {"chat", "chat_heldout"}
+    held = [d for d in dialogues if is_held_out_group(d, 10)]
+    assert 15 < len(held) < 70  # about 10 %
+    assert parts["chat_heldout"] == [line for d in held for line in d]
+    assert not set(parts["chat"]) & set(parts["chat_heldout"])
+    assert corpus_sentences(source, tmp_path) == parts
+
+
+def test_sampled_source_keeps_every_kth_paragraph_and_drops_historical_kana(tmp_path):
+    lines = [f"第{i}段落の文章です。" for i in range(30)] + ["さうであらう。", "ゐなかの道です。"]
+    _write_xz(tmp_path / "aozora.txt.xz", "\n".join(lines) + "\n")
+    source = Source("aozora", "lines", "test", file="aozora.txt.xz", every=3)
+    kept = corpus_sentences(source, tmp_path)["aozora"]
+    assert kept == [f"第{i}段落の文章です。" for i in range(2, 30, 3)]
+    every_one = corpus_sentences(Source("aozora", "lines", "t", file="aozora.txt.xz"), tmp_path)
+    assert "さうであらう。" not in every_one["aozora"] and "ゐなかの道です。" not in every_one["aozora"]
+
+
+def test_sources_name_a_licence_and_hold_out_the_evaluation_splits():
+    assert all(source.licence for source in SOURCES)
+    splits = {part: split for _, part, split in corpus_parts()}
+    assert splits["wac_test"] == splits["wac_dev"] == splits["chat_heldout"] == "heldout"
+    assert splits["chat"] == splits["wac_train"] == "train"
+    # Training text must be combinable with CC BY-SA 4.0 (no GPL/GFDL documentation).
+    assert all("GFDL" not in s.licence and "GPL" not in s.licence for s in SOURCES if s.split == "train")
 
 
 # --- readings -----------------------------------------------------------------------------
@@ -104,6 +153,28 @@ def test_real_analysers_agree_on_a_plain_sentence():
     assert digits[0] == ("2023", None)
 
 
+def test_gold_chunks_use_the_human_reading_as_katakana():
+    words = [["足利", "あしかが", "名詞"], ["　", "　", "特殊"], ["は", "は", "助詞"], ["、", "、", "特殊"],
+             ["２０", "２０", "名詞"], ["ＡＢ", "えーびー", "名詞"]]
+    assert gold_chunks(words) == [("足利", "アシカガ"), (" ", None), ("は", "ハ"), ("、", "、"),
+                                  ("20", None), ("AB", None)]
+
+
+def test_agreement_compares_readings_on_gold_boundaries():
+    from karukan_engine.training.readings import measure_agreement
+
+    class FixedAnnotator:
+        def chunks(self, sentence):
+            # One chunk matches gold, one disagrees, one has no reading.
+            return [("今日", "コンニチ"), ("は", "ハ"), ("晴れ", None)]
+
+    words = [["今日", "きょう", "名詞"], ["は", "は", "助詞"], ["晴れ", "はれ", "名詞"]]
+    report = measure_agreement([words], FixedAnnotator())
+    assert report["chunks_compared"] == 2
+    assert report["precision"] == 0.5
+    assert report["coverage"] == 3 / 5
+
+
 # --- pairs --------------------------------------------------------------------------------
 
 _CHUNKS = [["今日", "キョウ"], ["は", "ハ"], [" ", None], ["ls", None], ["を", "ヲ"],
@@ -137,6 +208,20 @@ def test_sentence_pairs_are_readable_substrings_with_true_context(chunks, seed):
         assert len(pair.context) <= MAX_CONTEXT_CHARS
         assert pair.surface and pair.reading
         assert "x1" not in pair.surface and " " not in pair.surface
+
+
+@given(chunk_lists, st.integers(0, 2**32 - 1))
+@settings(max_examples=60)
+def test_evaluation_pair_is_a_kanji_span_with_its_full_left_context(chunks, seed):
+    text = "".join(c[0] for c in chunks)
+    pair = evaluation_pair(chunks, random.Random(seed), "s")
+    if pair is None:
+        return
+    assert EVAL_SURFACE_CHARS[0] <= len(pair.surface) <= EVAL_SURFACE_CHARS[1]
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in pair.surface)
+    start = text.find(pair.context + pair.surface)
+    assert start >= 0 and len(pair.context) <= MAX_CONTEXT_CHARS
+    assert evaluation_pair(chunks, random.Random(seed), "s") == pair
 
 
 def test_dev_split_is_stable_and_small():
@@ -188,14 +273,33 @@ def test_collate_predicts_only_the_surface_and_eos():
     from karukan_engine.training.vocab import EOS_ID
 
     tokenizer = CharTokenizer(build_vocabulary(["会議を"], 400, min_count=1))
-    ids, prompt_len = encode_pair(tokenizer, Pair("", "カイギ", "会議", "s"), 64)
-    short, short_len = encode_pair(tokenizer, Pair("", "ア", "あ", "s"), 64)
-    inputs, targets = collate([(ids, prompt_len), (short, short_len)])
+    first = encode_pair(tokenizer, Pair("", "カイギ", "会議", "s"), 64)
+    short = encode_pair(tokenizer, Pair("", "ア", "あ", "s"), 64)
+    inputs, targets, weights = collate([first, short])
+    ids, prompt_len = first.ids, first.prompt_len
     assert targets[0].tolist()[prompt_len - 1 :] == tokenizer.encode("会議") + [EOS_ID]
     assert set(targets[0].tolist()[: prompt_len - 1]) == {IGNORE}
     assert inputs[0].tolist() == ids[:-1]
-    assert targets[1].tolist()[len(short) - 1 :] == [IGNORE] * (len(ids) - len(short))
+    assert targets[1].tolist()[len(short.ids) - 1 :] == [IGNORE] * (len(ids) - len(short.ids))
+    assert ((targets != IGNORE) == (weights > 0)).all()
     assert encode_pair(tokenizer, Pair("", "カイギ" * 30, "会議", "s"), 64) is None
+
+
+def test_collate_with_context_weight_also_predicts_the_context():
+    _torch()
+    from karukan_engine.training.data import IGNORE, collate, encode_pair
+    from karukan_engine.training.vocab import EOS_ID
+
+    tokenizer = CharTokenizer(build_vocabulary(["今日の会議を"], 700, min_count=1))
+    example = encode_pair(tokenizer, Pair("今日の", "カイギ", "会議", "s"), 64)
+    assert example.context_len == 3
+    inputs, targets, weights = collate([example], context_weight=0.5)
+    row, row_weights = targets[0].tolist(), weights[0].tolist()
+    assert row[:3] == tokenizer.encode("今日の")          # the context mark predicts 今, …
+    assert row_weights[:3] == [0.5] * 3
+    assert set(row[3 : example.prompt_len - 1]) == {IGNORE}  # no loss on the reading
+    assert row[example.prompt_len - 1 :] == tokenizer.encode("会議") + [EOS_ID]
+    assert row_weights[example.prompt_len - 1 :] == [1.0] * 3
 
 
 def test_learning_rate_warms_up_then_decays_to_a_tenth():

@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 
 from karukan_engine.training.paths import PACKAGE_MODEL_DIR, stage_dir
+from karukan_engine.training.sources import default_corpus_dir
 
 MODEL_NAME = "karukan-bundled"
-MODEL_LICENCE = "undetermined: trained on GPL/GFDL/MPL-2.0 documentation; see NOTICE.md"
+MODEL_LICENCE = "CC-BY-SA-4.0"
 MODEL_DESCRIPTION = ("Character-level kana-kanji model (jinen/zenz-v3 prompt) trained by Karukan on "
-                     "Japanese Debian documentation and Mozc dictionary entries; see docs/model-card.md")
+                     "RealPersonaChat, Tatoeba, Japanese Wikipedia (JGLUE, Kyoto Wikipedia Annotated "
+                     "Corpus) and Aozora Bunko; CC BY-SA 4.0; see docs/model-card.md")
 STAGES = ("corpus", "readings", "pairs", "train", "export", "eval")
 
 
@@ -25,11 +27,17 @@ def _parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stage", choices=(*STAGES, "all"))
     parser.add_argument("--force", action="store_true", help="rebuild the stage even if cached")
+    parser.add_argument("--corpus", type=Path, default=default_corpus_dir(),
+                        help="the general-domain corpus directory (default: $KARUKAN_CORPUS, or "
+                             "../shared/corpus beside the repository when it exists)")
     parser.add_argument("--processes", type=int, default=2, help="annotation processes")
     parser.add_argument("--minutes", type=float, default=85.0, help="training budget (step time)")
     parser.add_argument("--n-embd", type=int, default=160)
     parser.add_argument("--n-layer", type=int, default=4)
     parser.add_argument("--n-head", type=int, default=4)
+    parser.add_argument("--vocab-size", type=int, default=4000)
+    parser.add_argument("--context-weight", type=float, default=0.5,
+                        help="loss weight of left-context tokens (0: surface only)")
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--tokens-per-batch", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=2)
@@ -45,11 +53,11 @@ def run_stage(stage: str, args: argparse.Namespace) -> None:
     if stage == "corpus":
         from karukan_engine.training.corpus import build_corpus
 
-        build_corpus(force=args.force)
+        build_corpus(args.corpus, force=args.force)
     elif stage == "readings":
         from karukan_engine.training.readings import annotate_all
 
-        annotate_all(processes=args.processes, force=args.force)
+        annotate_all(args.corpus, processes=args.processes, force=args.force)
     elif stage == "pairs":
         from karukan_engine.training.pairs import build_pairs
 
@@ -61,7 +69,8 @@ def run_stage(stage: str, args: argparse.Namespace) -> None:
             (stage_dir("train") / "checkpoint.pt").unlink()
         train(TrainOptions(minutes=args.minutes, n_embd=args.n_embd, n_layer=args.n_layer,
                            n_head=args.n_head, lr=args.lr, threads=args.threads, device=args.device,
-                           tokens_per_batch=args.tokens_per_batch))
+                           tokens_per_batch=args.tokens_per_batch, vocab_size=args.vocab_size,
+                           context_weight=args.context_weight))
     elif stage == "export":
         from karukan_engine.training.export import export_model_dir
 

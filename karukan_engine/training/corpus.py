@@ -1,21 +1,27 @@
-"""Stage 1: fetch Debian doc packages and cut their Japanese text into sentences.
+"""Stage 1: cut every source's Japanese text into sentences.
 
-Output: <work>/corpus/<source>.txt, one sentence a line, deduplicated within the source.
-Packages are fetched with `apt-get download` and unpacked with `dpkg-deb -x` (no root needed).
+Output: <work>/corpus/<part>.txt, one sentence (or chat utterance) a line, deduplicated within the
+part. Corpus files are read in place (xz) from the corpus directory; a dialogue source also
+writes `<name>_heldout.txt`, the dialogues held out by hash. The held-out Debian documentation
+is fetched with `apt-get download` and unpacked with `dpkg-deb -x` (no root needed). The
+annotated Wikipedia corpus needs no cutting: the readings stage reads it directly.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import html
+import lzma
 import re
 import subprocess
 import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Iterator
 
 from karukan_engine.training.paths import stage_dir
-from karukan_engine.training.sources import SOURCES, Source
+from karukan_engine.training.sources import SOURCES, Source, heldout_part
 
 # Tags whose content is not prose (code, scripts) and tags that end a block of text.
 _SKIP_TAGS = {"script", "style", "pre", "code", "screen", "tt", "kbd", "cmd", "var", "sys"}
@@ -122,9 +128,10 @@ def sentences_of_block(block: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(block) if s.strip()]
 
 
-def is_japanese_sentence(sentence: str) -> bool:
+def is_japanese_sentence(sentence: str, min_japanese: int = 5) -> bool:
     japanese = len(_JAPANESE.findall(sentence))
-    return japanese >= 5 and len(sentence) <= 200 and japanese >= 0.5 * len(sentence.replace(" ", ""))
+    return (japanese >= min_japanese and len(sentence) <= 200
+            and japanese >= 0.5 * len(sentence.replace(" ", "")))
 
 
 def read_source_file(path: Path) -> list[str]:
@@ -149,31 +156,101 @@ def fetch_package(package: str, dest: Path) -> Path:
                    stdout=subprocess.DEVNULL)
     deb = sorted(debs.glob(f"{package}_*.deb"))[-1]
     tmp = target.with_suffix(".partial")
+    tmp.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp)], check=True)
     tmp.rename(target)
     return target
 
 
-def build_source(source: Source, force: bool = False) -> Path:
-    out = stage_dir("corpus") / f"{source.name}.txt"
-    if out.exists() and not force:
-        return out
-    seen: set[str] = set()
+def _debian_sentences(source: Source) -> list[str]:
     sentences: list[str] = []
     for package in source.packages:
         root = fetch_package(package, stage_dir("packages"))
         for pattern in source.globs:
             for path in sorted(root.glob(pattern)):
                 for block in read_source_file(path):
-                    for sentence in sentences_of_block(block):
-                        if sentence not in seen and is_japanese_sentence(sentence):
-                            seen.add(sentence)
-                            sentences.append(sentence)
+                    sentences.extend(s for s in sentences_of_block(block) if is_japanese_sentence(s))
+    return sentences
+
+
+# Historical kana spellings (ゐ, 言ふ, であらう, 思つた) that slipped into the modern-kana Aozora texts.
+_HISTORICAL_KANA = re.compile(r"[ゐゑヰヱ]|[あかさたなはまやらわ]ふ[。、」]|あらう|でせう|[っつ]た[。、]|つて[、。]")
+# A chat line is one utterance: it stays whole (it is its own left context) unless it is long.
+_LONG_UNIT = 100
+
+
+def units_of_line(line: str) -> list[str]:
+    """A corpus line as the sentences an IME user would type in one go."""
+    line = _join_lines(unicodedata.normalize("NFKC", line))
+    if len(line) <= _LONG_UNIT:
+        return [line] if line else []
+    return [s.strip() for s in _SENTENCE_END.split(line) if s.strip()]
+
+
+def is_held_out_group(group: list[str], percent: int) -> bool:
+    """A stable share of dialogues (keyed by their whole text) kept out of training."""
+    key = "\n".join(group).encode("utf-8")
+    return percent > 0 and hashlib.sha1(key).digest()[1] * 100 < percent * 256
+
+
+def _groups(path: Path) -> Iterator[list[str]]:
+    """Blank-line-separated groups of lines (dialogues, works) of an xz text file."""
+    group: list[str] = []
+    with lzma.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if line:
+                group.append(line)
+            elif group:
+                yield group
+                group = []
+    if group:
+        yield group
+
+
+def corpus_sentences(source: Source, corpus_dir: Path) -> dict[str, list[str]]:
+    """{part name: sentences} for a "lines" source; held-out dialogues form their own part."""
+    parts: dict[str, list[str]] = {source.name: []}
+    if source.heldout_percent:
+        parts[heldout_part(source.name)] = []
+    paragraph = 0
+    for group in _groups(corpus_dir / source.file):
+        part = heldout_part(source.name) if is_held_out_group(group, source.heldout_percent) else source.name
+        for line in group:
+            paragraph += 1
+            if paragraph % source.every:
+                continue
+            if source.name == "aozora" and _HISTORICAL_KANA.search(line):
+                continue
+            parts[part].extend(u for u in units_of_line(line) if is_japanese_sentence(u, min_japanese=3))
+    return parts
+
+
+def _write_sentences(out: Path, sentences: list[str]) -> None:
+    seen: set[str] = set()
+    unique = [s for s in sentences if not (s in seen or seen.add(s))]
     tmp = out.with_suffix(".partial")
-    tmp.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+    tmp.write_text("".join(s + "\n" for s in unique), encoding="utf-8")
     tmp.rename(out)
-    return out
 
 
-def build_corpus(force: bool = False) -> list[Path]:
-    return [build_source(source, force) for source in SOURCES]
+def build_source(source: Source, corpus_dir: Path | None, force: bool = False) -> list[Path]:
+    """Writes the source's part files; [] for annotated sources (read by the readings stage)."""
+    if source.kind == "annotated":
+        return []
+    names = [source.name] + ([heldout_part(source.name)] if source.heldout_percent else [])
+    outs = [stage_dir("corpus") / f"{name}.txt" for name in names]
+    if all(out.exists() for out in outs) and not force:
+        return outs
+    if source.kind == "debian":
+        _write_sentences(outs[0], _debian_sentences(source))
+        return outs
+    if corpus_dir is None:
+        raise FileNotFoundError("no corpus directory: pass --corpus DIR (see docs/training.md)")
+    for name, sentences in corpus_sentences(source, corpus_dir).items():
+        _write_sentences(stage_dir("corpus") / f"{name}.txt", sentences)
+    return outs
+
+
+def build_corpus(corpus_dir: Path | None, force: bool = False) -> list[Path]:
+    return [path for source in SOURCES for path in build_source(source, corpus_dir, force)]

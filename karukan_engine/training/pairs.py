@@ -2,9 +2,11 @@
 
 Spans are cut at chunk boundaries of annotated sentences (see readings.py) and contain only
 chunks with an agreed reading; the text before the span (its tail, up to the prompt's context
-budget) is the left context, as zenz/jinen data are made. Short dictionary pairs (cheapest Mozc
-entry per reading) are added to training so rare words are not unknown.
-Output: <work>/pairs/{train,dev,test}.jsonl with {"context", "reading", "surface", "source"}.
+budget) is the left context, as zenz/jinen data are made. A source's weight scales how many
+spans each of its sentences gives. Held-out parts (annotated Wikipedia dev/test, held-out chat
+dialogues) give one evaluation span per sentence; the held-out Debian docs give test.jsonl.
+Output: <work>/pairs/{train,dev,test}.jsonl and <work>/pairs/heldout/<part>.jsonl, lines
+{"context", "reading", "surface", "source"}.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from karukan_engine.training.paths import stage_dir
-from karukan_engine.training.sources import SOURCES
+from karukan_engine.training.sources import corpus_parts
 
 MAX_CONTEXT_CHARS = 20   # the runtime's default context budget (karukan_engine.neural.prompt)
 MAX_SURFACE_CHARS = 32
@@ -110,27 +112,30 @@ def _read_chunks(name: str) -> Iterator[list[list]]:
             yield json.loads(line)["chunks"]
 
 
-def dictionary_pairs(limit: int, rng: random.Random) -> list[Pair]:
-    """The cheapest surface of frequent Mozc readings (empty context); [] if no dictionary."""
-    try:
-        from karukan_engine.dictionary.system import SystemDictionary
+EVAL_SURFACE_CHARS = (4, 24)
 
-        dictionary = SystemDictionary()
-    except (ImportError, FileNotFoundError):
-        return []
-    best: list[tuple[int, str, str]] = []
-    for reading in dictionary._readings.iterkeys():
-        if not 2 <= len(reading) <= 10:
-            continue
-        entries = dictionary.lookup(reading)
-        if entries and _HAS_KANJI.search(entries[0].surface):
-            best.append((entries[0].cost, reading, entries[0].surface))
-    best.sort()
-    chosen = best[: limit * 2]
-    rng.shuffle(chosen)
-    from karukan_engine.kana import to_katakana
 
-    return [Pair("", to_katakana(r), s, "mozc-dictionary") for _, r, s in chosen[:limit]]
+def evaluation_pair(chunks: list[list], rng: random.Random, source: str) -> Pair | None:
+    """One span a user would convert in one go: 4-24 characters with a kanji, full left context.
+
+    Spans are drawn from the readable runs (seeded), so a set is the same on every rebuild.
+    """
+    candidates = []
+    for run_begin, run_end in readable_runs(chunks):
+        for begin in range(run_begin, run_end):
+            length = 0
+            for end in range(begin + 1, run_end + 1):
+                length += len(chunks[end - 1][0])
+                if length > EVAL_SURFACE_CHARS[1]:
+                    break
+                if length >= EVAL_SURFACE_CHARS[0]:
+                    candidates.append((begin, end))
+    rng.shuffle(candidates)
+    for begin, end in candidates:
+        pair = span_pair(chunks, begin, end, MAX_CONTEXT_CHARS, source)
+        if pair is not None and _HAS_KANJI.search(pair.surface):
+            return pair
+    return None
 
 
 def _write(path: Path, pairs: Iterable[Pair]) -> int:
@@ -144,9 +149,10 @@ def _write(path: Path, pairs: Iterable[Pair]) -> int:
     return n
 
 
-def build_pairs(seed: int = 0, dictionary_limit: int = 40000, test_limit: int = 2000,
-                force: bool = False) -> dict[str, Path]:
+def build_pairs(seed: int = 0, test_limit: int = 2000, force: bool = False) -> dict[str, Path]:
     out = stage_dir("pairs")
+    heldout_dir = out / "heldout"
+    heldout_dir.mkdir(exist_ok=True)
     paths = {split: out / f"{split}.jsonl" for split in ("train", "dev", "test")}
     if all(p.exists() for p in paths.values()) and not force:
         return paths
@@ -154,17 +160,25 @@ def build_pairs(seed: int = 0, dictionary_limit: int = 40000, test_limit: int = 
     train: list[Pair] = []
     dev: list[Pair] = []
     test: list[Pair] = []
-    for source in SOURCES:
-        for chunks in _read_chunks(source.name):
+    for source, part, split in corpus_parts():
+        heldout: list[Pair] = []
+        part_rng = random.Random(f"{seed}:{part}")
+        for chunks in _read_chunks(part):
             text = "".join(chunk[0] for chunk in chunks)
             known = sum(len(c[0]) for c in chunks if c[1] is not None)
-            if source.split == "heldout":
-                test.extend(sentence_pairs(chunks, rng, source.name, 1))
+            if split == "heldout" and source.kind == "debian":
+                test.extend(sentence_pairs(chunks, rng, part, 1))
+            elif split == "heldout":
+                pair = evaluation_pair(chunks, part_rng, part)
+                if pair is not None:
+                    heldout.append(pair)
             elif is_dev_sentence(text):
-                dev.extend(sentence_pairs(chunks, rng, source.name, 1))
+                dev.extend(sentence_pairs(chunks, rng, part, 1))
             else:
-                train.extend(sentence_pairs(chunks, rng, source.name, max(1, known // 8)))
-    train.extend(dictionary_pairs(dictionary_limit, rng))
+                count = max(1, round(known / 8 * source.weight))
+                train.extend(sentence_pairs(chunks, rng, part, count))
+        if heldout:
+            _write(heldout_dir / f"{part}.jsonl", heldout)
     rng.shuffle(train)
     rng.shuffle(test)
     rng.shuffle(dev)

@@ -3,20 +3,24 @@
 Both analysers segment the sentence; the offsets where both put a word boundary cut it into
 chunks. A chunk gets a reading only when both analysers read it the same way; otherwise (and for
 digits, Latin letters, spaces and unknown words) its reading is null and later stages never put
-it on the input side of a pair. Output: <work>/readings/<source>.jsonl, one sentence a line:
-{"chunks": [[surface, reading-or-null], ...]}.
+it on the input side of a pair. The annotated Wikipedia corpus needs neither: its hand-checked
+reading of every morpheme is used as it is, and its dev split measures how often the automatic
+pipeline agrees with the humans (`agreement.json`). Output: <work>/readings/<part>.jsonl, one
+sentence a line: {"chunks": [[surface, reading-or-null], ...]}.
 """
 
 from __future__ import annotations
 
 import json
+import lzma
 import re
+import unicodedata
 from multiprocessing import Pool
 from pathlib import Path
 
 from karukan_engine.kana import to_katakana
 from karukan_engine.training.paths import stage_dir
-from karukan_engine.training.sources import SOURCES
+from karukan_engine.training.sources import Source, corpus_parts
 
 Chunk = tuple[str, "str | None"]
 Token = tuple[int, int, "str | None"]  # begin, end, katakana reading or None when unknown
@@ -121,18 +125,85 @@ def _annotate_line(sentence: str) -> str:
     return json.dumps({"chunks": _annotator.chunks(sentence)}, ensure_ascii=False)
 
 
-def annotate_source(name: str, processes: int = 2, force: bool = False) -> Path:
-    out = stage_dir("readings") / f"{name}.jsonl"
+def gold_chunks(words: list[list[str]]) -> list[Chunk]:
+    """Chunks of an annotated sentence: one per morpheme, its gold reading (hiragana) as katakana."""
+    chunks: list[Chunk] = []
+    for surface, reading, *_ in words:
+        surface = unicodedata.normalize("NFKC", surface)
+        if not surface:
+            continue
+        if not surface.strip() or _UNREADABLE.search(surface):
+            chunks.append((surface, None))
+        elif _SELF_READING.match(surface):
+            chunks.append((surface, surface))
+        else:
+            kana = to_katakana(unicodedata.normalize("NFKC", reading))
+            chunks.append((surface, kana if _KANA_ONLY.match(kana) else None))
+    return chunks
+
+
+def annotated_sentences(path: Path) -> list[list[list[str]]]:
+    with lzma.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line)["words"] for line in handle if line.strip()]
+
+
+def measure_agreement(sentences: list[list[list[str]]], annotator: "Annotator | None" = None) -> dict:
+    """How the automatic readings compare with gold ones on the same sentences.
+
+    coverage: share of characters the pipeline gives a reading; precision: share of those
+    readings (per chunk whose span starts and ends on gold morpheme boundaries) equal to gold.
+    """
+    annotator = annotator or Annotator()
+    chars = read_chars = compared = agreed = 0
+    for words in sentences:
+        gold = gold_chunks(words)
+        sentence = "".join(surface for surface, _ in gold)
+        bounds, offset = {0: 0}, 0
+        gold_prefix = [""]
+        for surface, reading in gold:
+            offset += len(surface)
+            gold_prefix.append(gold_prefix[-1] + (reading if reading is not None else "\0"))
+            bounds[offset] = len(gold_prefix) - 1
+        position = 0
+        chars += len(sentence)
+        for surface, reading in annotator.chunks(sentence):
+            begin, position = position, position + len(surface)
+            if reading is None:
+                continue
+            read_chars += len(surface)
+            if begin in bounds and position in bounds:
+                gold_reading = gold_prefix[bounds[position]][len(gold_prefix[bounds[begin]]):]
+                compared += 1
+                agreed += gold_reading == reading
+    return {"sentences": len(sentences), "coverage": read_chars / max(chars, 1),
+            "precision": agreed / max(compared, 1), "chunks_compared": compared}
+
+
+def annotate_source(source: Source, part: str, corpus_dir: Path | None, processes: int = 2,
+                    force: bool = False) -> Path:
+    out = stage_dir("readings") / f"{part}.jsonl"
     if out.exists() and not force:
         return out
-    sentences = (stage_dir("corpus") / f"{name}.txt").read_text(encoding="utf-8").splitlines()
-    with Pool(processes) as pool:
-        lines = pool.map(_annotate_line, sentences, chunksize=256)
+    if source.kind == "annotated":
+        if corpus_dir is None:
+            raise FileNotFoundError("no corpus directory: pass --corpus DIR (see docs/training.md)")
+        lines = [json.dumps({"chunks": gold_chunks(words)}, ensure_ascii=False)
+                 for words in annotated_sentences(corpus_dir / source.file)]
+    else:
+        sentences = (stage_dir("corpus") / f"{part}.txt").read_text(encoding="utf-8").splitlines()
+        with Pool(processes) as pool:
+            lines = pool.map(_annotate_line, sentences, chunksize=256)
     tmp = out.with_suffix(".partial")
     tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     tmp.rename(out)
     return out
 
 
-def annotate_all(processes: int = 2, force: bool = False) -> list[Path]:
-    return [annotate_source(source.name, processes, force) for source in SOURCES]
+def annotate_all(corpus_dir: Path | None, processes: int = 2, force: bool = False) -> list[Path]:
+    paths = [annotate_source(source, part, corpus_dir, processes, force)
+             for source, part, _ in corpus_parts()]
+    agreement = stage_dir("readings") / "agreement.json"
+    if corpus_dir is not None and (force or not agreement.exists()):
+        report = measure_agreement(annotated_sentences(corpus_dir / "wac_dev.jsonl.xz"))
+        agreement.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return paths

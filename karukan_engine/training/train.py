@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from karukan_engine.training.data import IGNORE, batches, encode_pair
+from karukan_engine.training.data import IGNORE, Example, batches, encode_pair
 from karukan_engine.training.model import CharGPT, ModelConfig
 from karukan_engine.training.pairs import Pair, read_pairs
 from karukan_engine.training.paths import stage_dir
@@ -39,6 +39,8 @@ class TrainOptions:
     vocab_size: int = 6000
     tokens_per_batch: int = 4096
     lr: float = 2e-3
+    # Loss weight of the left-context tokens (language modelling on real text; 0 = surface only).
+    context_weight: float = 0.5
     weight_decay: float = 0.05
     warmup_minutes: float = 2.0
     threads: int = 2
@@ -61,13 +63,20 @@ def vocabulary_for(train: list[Pair], size: int) -> CharTokenizer:
     return CharTokenizer(build_vocabulary(texts, size))
 
 
+def weighted_loss(logits: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor,
+                  ) -> torch.Tensor:
+    per_token = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE,
+                                reduction="none")
+    return (per_token * weights.flatten()).sum() / weights.sum().clamp(min=1e-9)
+
+
 @torch.no_grad()
-def mean_loss(model: CharGPT, examples: list[tuple[list[int], int]], tokens_per_batch: int,
+def mean_loss(model: CharGPT, examples: list[Example], tokens_per_batch: int,
               device: str) -> float:
     """Mean NLL per predicted token (surface + EOS) over examples."""
     model.eval()
     total, count = 0.0, 0
-    for inputs, targets in batches(examples, tokens_per_batch, random.Random(0)):
+    for inputs, targets, _ in batches(examples, tokens_per_batch, random.Random(0)):
         inputs, targets = inputs.to(device), targets.to(device)
         logits = model(inputs)
         total += F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE,
@@ -144,15 +153,15 @@ def train(options: TrainOptions, out_dir: Path | None = None, train_pairs: list[
             # The batch order of an epoch depends only on (seed, epoch): a resumed run skips
             # the batches it already trained on.
             rng = random.Random(options.seed * 1000 + progress["epoch"])
-            for index, (inputs, targets) in enumerate(batches(train_examples, options.tokens_per_batch, rng)):
+            epoch = batches(train_examples, options.tokens_per_batch, rng, options.context_weight)
+            for index, (inputs, targets, weights) in enumerate(epoch):
                 if index < progress["batch_index"]:
                     continue
                 started = time.monotonic()
                 for group in optimizer.param_groups:
                     group["lr"] = learning_rate(options, progress["elapsed"])
                 inputs, targets = inputs.to(options.device), targets.to(options.device)
-                logits = model(inputs)
-                loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
+                loss = weighted_loss(model(inputs), targets, weights.to(options.device))
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
