@@ -96,6 +96,22 @@ def test_with_the_system_dictionary():
         dictionary = system.SystemDictionary()
     except FileNotFoundError:
         pytest.skip("compiled system dictionary not built")
-    alignment = Aligner(dictionary).align("かいぎのしりょうをおくります", "会議の資料を送ります")
-    assert alignment.segments(dictionary.segmenter) == [
-        ("かいぎの", "会議の"), ("しりょうを", "資料を"), ("おくります", "送ります")]
+    reading, surface = "かいぎのしりょうをおくります", "会議の資料を送ります"
+    alignment = Aligner(dictionary).align(reading, surface)
+    # Behaviour, not one dictionary's entries (Mozc 3.34 has 会議の資料 as one word, 2.29 not):
+    # every piece is a dictionary word, and the bunsetsu are those words grouped exactly where
+    # the segmenter puts a boundary; the verb is a bunsetsu of its own.
+    words = alignment.words
+    assert "".join(w.reading for w in words) == reading and "".join(w.surface for w in words) == surface
+    for w in words:
+        assert w.known and any(e.surface == w.surface for e in dictionary.lookup(w.reading))
+    groups = [[words[0]]]
+    for previous, word in zip(words, words[1:]):
+        if dictionary.segmenter[previous.rid, word.lid]:
+            groups.append([word])
+        else:
+            groups[-1].append(word)
+    expected = [("".join(w.reading for w in g), "".join(w.surface for w in g)) for g in groups]
+    segments = alignment.segments(dictionary.segmenter)
+    assert segments == expected and len(segments) >= 2
+    assert segments[-1] == ("おくります", "送ります")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 TOOLS = Path(__file__).resolve().parent.parent / "tools"
 sys.path.insert(0, str(TOOLS))
@@ -127,3 +129,64 @@ def test_bundled_dictionary_is_compact_and_complete():
     assert "Mozc LICENSE" in licence and "Google" in licence and "IPA" in licence
     assert d.lookup("きしゃ")[0].surface == "記者"
     assert d.matrix.dtype == np.int16
+
+
+def test_untrained_rows_borrow_their_relatives_costs(tmp_path):
+    """A POS id whose right connections are all 0 (never trained in Mozc's matrix) would let a
+    word ending in it precede anything for free (約 before a verb: 約立たず); the build gives it
+    the costs of the POS ids that share its leading feature fields."""
+    size = len(dictionary_synthetic.FEATURES)
+    matrix = [[(7 * i + 13 * j) % 3000 + 1 for j in range(size)] for i in range(size)]
+    matrix[0][0] = 0
+    matrix[9] = [0] * size     # 動詞,自立,…,五段・カ行イ音便,未然形: untrained
+    source = dictionary_synthetic.write_source(tmp_path / "mozc", matrix=matrix)
+    meta = build_dictionary.compile_dictionary(source, tmp_path / "out", {"path": "synthetic"})
+    d = SystemDictionary(tmp_path / "out")
+    assert meta["untrained_rows_filled"] == 1
+    assert d.matrix[9].tolist() == matrix[8]   # its one relative: the same verb, another form
+    assert [d.matrix[i].tolist() for i in range(size) if i != 9] == [matrix[i] for i in range(size) if i != 9]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_fill_untrained_rows_property(data):
+    size = data.draw(st.integers(3, 8))
+    features = ["BOS/EOS,*,*"] + [",".join(data.draw(st.sampled_from(["A", "B"])) for _ in range(3))
+                                  for _ in range(size - 1)]
+    rows = data.draw(st.lists(st.lists(st.integers(0, 50), min_size=size, max_size=size),
+                              min_size=size, max_size=size))
+    untrained = data.draw(st.sets(st.integers(1, size - 1)))
+    for i in untrained:
+        rows[i] = [0] * size
+    matrix = np.array(rows, dtype=np.int16)
+    out, repaired = build_dictionary.fill_untrained_rows(matrix, features)
+    trained = [i for i in range(1, size) if matrix[i, 1:].any()]
+    assert out[0].tolist() == matrix[0].tolist()            # BOS/EOS untouched
+    for i in trained:
+        assert out[i].tolist() == matrix[i].tolist()        # trained rows untouched
+    for i in set(range(1, size)) - set(trained):
+        relatives = [q for q in trained if features[q].split(",")[0] == features[i].split(",")[0]]
+        assert (i in repaired) == bool(relatives)
+        if relatives:
+            # the longest shared head short of the whole feature (a lexical field is the last)
+            closest = min(2, max(len(_common(features[q], features[i])) for q in relatives))
+            chosen = [q for q in relatives if len(_common(features[q], features[i])) >= closest]
+            assert out[i].tolist() == np.median(matrix[chosen].astype(np.int32), axis=0).astype(np.int16).tolist()
+        else:
+            assert out[i].tolist() == matrix[i].tolist()
+
+
+def _common(a: str, b: str) -> list[str]:
+    out = []
+    for x, y in zip(a.split(","), b.split(",")):
+        if x != y:
+            break
+        out.append(x)
+    return out
+
+
+@pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
+def test_bundled_dictionary_has_no_free_connections():
+    """Every POS id a word can end in costs something before some following word."""
+    matrix = SystemDictionary().matrix
+    assert all(matrix[rid, 1:].any() for rid in range(1, matrix.shape[0]))

