@@ -8,6 +8,12 @@ and the default fused pipeline (dictionary + the bundled model, live conversion 
 
     python examples/session_bench.py                 # table on stdout
     python examples/session_bench.py --json out.json --repeats 20
+    python examples/session_bench.py --model work_data/mimic/jinen-v2-xsmall --fixed-tokens 12 --repeats 1
+
+--model runs the fused pipeline on that model (a models.toml id or a GGUF path) instead of the
+default; --fixed-tokens N (random-weight mimics from tools/build_mimic_models.py) makes every
+greedy conversion generate exactly N tokens, stop tokens ignored, so timings mean something (beam
+search keeps its stops; random weights almost never emit one, so each beam writes its max_new).
 
 Rows: converter, key kind (typing = a romaji key in composition, convert = Space,
 commit = Return), count, p50_ms, p95_ms, max_ms.
@@ -77,14 +83,16 @@ def dictionary_converter():
         return None
 
 
-def fused_converter():
+def fused_converter(model_id: str | None = None, fixed_tokens: int | None = None):
     from karukan_engine.conversion.factory import ConverterOptions, build_converter
     from karukan_engine.conversion.fused import FusedConverter
 
-    converter = build_converter(ConverterOptions())
+    converter = build_converter(ConverterOptions(model_id=model_id, require_model=model_id is not None))
     if not isinstance(converter, FusedConverter):
         print("no model installed: fused pipeline skipped", file=sys.stderr)
         return None
+    for slot in converter.slots:
+        slot.fixed_tokens = fixed_tokens
     return converter
 
 
@@ -93,6 +101,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=10, help="passes over the sentences (default 10)")
     parser.add_argument("--json", type=Path, help="write the rows and machine info here")
     parser.add_argument("--no-model", action="store_true", help="skip the fused pipeline")
+    parser.add_argument("--model", help="the fused pipeline's model: a models.toml id or GGUF path (default: the default)")
+    parser.add_argument("--fixed-tokens", type=int, help="random-weight models: tokens every greedy conversion generates")
     args = parser.parse_args()
 
     converters = [("plain", PlainConverter())]
@@ -101,7 +111,7 @@ def main() -> int:
     load_ms = (time.perf_counter() - start) * 1000
     if lattice is not None:
         converters.append(("dictionary", lattice))
-    fused = None if args.no_model else fused_converter()
+    fused = None if args.no_model else fused_converter(args.model, args.fixed_tokens)
     if fused is not None:
         converters.append(("fused", fused))
 
@@ -120,7 +130,8 @@ def main() -> int:
         print(f"dictionary load: {load_ms:.0f} ms")
     if args.json:
         info = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-                "load_avg": os.getloadavg(), "repeats": args.repeats, "dictionary_load_ms": round(load_ms, 1)}
+                "load_avg": os.getloadavg(), "repeats": args.repeats, "dictionary_load_ms": round(load_ms, 1),
+                "model": args.model, "fixed_tokens": args.fixed_tokens}
         args.json.write_text(json.dumps({"info": info, "rows": rows}, ensure_ascii=False, indent=2) + "\n",
                              encoding="utf-8")
     return 0

@@ -19,6 +19,8 @@ keys at the same instants (the worst case: N keys queue behind each other). Per 
 depend on the weights). Its outputs mean nothing (it may stop at once or never), so every greedy
 conversion then generates exactly --fixed-tokens tokens (default 12, stop tokens ignored), which
 the output states; drafts of such a model rarely agree, so speculation saves little there.
+`--model PATH --random-weights` does the same for a mimic GGUF built by
+tools/build_mimic_models.py (the published shapes, vocabularies and Q5_K_M quantization).
 """
 
 from __future__ import annotations
@@ -193,6 +195,8 @@ def main() -> int:
     source.add_argument("--model", help="models.toml id or GGUF path (default: the registry default)")
     source.add_argument("--random-shape", help="random-weight model in a real shape, e.g. gpt2-26m")
     parser.add_argument("--no-model", action="store_true", help="dictionary only")
+    parser.add_argument("--random-weights", action="store_true",
+                        help="the --model has random weights (a mimic): fix the generated tokens as --random-shape does")
     parser.add_argument("--dev", type=Path, default=DEV_SET, help="dev set TSV/JSONL")
     parser.add_argument("--sentences", type=int, default=6, help="sentences per session")
     parser.add_argument("--sessions", default="1,4,16")
@@ -216,7 +220,7 @@ def main() -> int:
     slots, model_name = [], "none (dictionary only)"
     if not args.no_model:
         model, model_name = load_model_for(args)
-        fixed = args.fixed_tokens if args.random_shape else None
+        fixed = args.fixed_tokens if args.random_shape or args.random_weights else None
         slots = [ModelSlot(model, model_name, fixed_tokens=fixed)]
         if fixed:
             model_name += f", {fixed} generated tokens per chunk"
@@ -246,7 +250,7 @@ def main() -> int:
                   f"{r['refined']:>7} {r['stale_share']:>5.2f} {r['cpu_ms_per_key']:>10.1f} "
                   f"{fmt(r['jobs_per_batch'], 2):>5}", flush=True)
     if args.json:
-        payload = {"model": model_name, "random_weights": bool(args.random_shape),
+        payload = {"model": model_name, "random_weights": bool(args.random_shape or args.random_weights),
                    "budget_ms": args.budget_ms, "workers": args.workers, "threads": args.threads,
                    "cpus": os.cpu_count(), "results": results}
         args.json.write_text(json.dumps(payload, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -226,6 +226,23 @@ class LlamaModel:
 # --- context -------------------------------------------------------------------------------
 
 
+_decode_cpu_lock = threading.Lock()
+_decode_cpu = [0.0]
+
+
+def _count_decode_cpu(seconds: float) -> None:
+    with _decode_cpu_lock:
+        _decode_cpu[0] += seconds
+
+
+def decode_cpu_seconds() -> float:
+    """CPU time the calling threads spent inside llama_decode, summed over every context since
+    the process started (benchmarks: the physical cost of the model's work, which contention
+    for the CPU does not inflate; exact with one llama.cpp thread, which computes in the caller)."""
+    with _decode_cpu_lock:
+        return _decode_cpu[0]
+
+
 @dataclass(frozen=True)
 class ContextSize:
     n_ctx: int      # KV cells
@@ -322,9 +339,10 @@ class LlamaContext:
         self._want[:n] = np.asarray(want, dtype=np.int8)
         n_out = int(self._want[:n].sum())
         self._batch.n_tokens = n
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         rc = self._lib.llama_decode(self.ptr, self._batch)
         self.decode_seconds += time.perf_counter() - started
+        _count_decode_cpu(time.thread_time() - cpu_started)
         if rc != 0:
             raise InferenceError(f"llama_decode failed ({rc})" + (": KV cache full" if rc == 1 else ""))
         if n_out == 0:

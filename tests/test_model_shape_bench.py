@@ -1,0 +1,73 @@
+"""The per-shape speed benchmarks run end to end on a (tiny) mimic model: examples/model_shape_bench.py,
+examples/session_bench.py --model --fixed-tokens, examples/typing_replay_bench.py --random-weights;
+and the decode CPU counter they read counts llama_decode's work."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+
+from karukan_engine.dictionary.system import DEFAULT_DIR  # noqa: E402
+from karukan_engine.neural import mimic  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+ZENZ_TOKENIZER = REPO / "tests" / "fixtures" / "zenz-char-tokenizer" / "tokenizer.json"
+needs_dictionary = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
+
+
+@pytest.fixture(scope="module")
+def tiny_mimic(tmp_path_factory):
+    spec = mimic.small("jinen-v1-xsmall", n_layer=1, n_embd=256, n_head=4, n_ctx_train=256)
+    return mimic.build(spec, tmp_path_factory.mktemp("mimic") / "jinen-v1-xsmall", ZENZ_TOKENIZER, n_threads=1).parent
+
+
+def _run(args, tmp_path):
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    run = subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def test_decode_cpu_counter_counts_llama_decode(tiny_mimic):
+    from karukan_engine.neural.model import ModelOptions, load_model
+    from karukan_engine.neural.runtime import decode_cpu_seconds
+
+    with load_model(tiny_mimic, ModelOptions(n_threads=1)) as model:
+        prompt = model.prompt_ids("きょうはいいてんきですね")
+        before = decode_cpu_seconds()
+        model.prompt_ids("かんじ")  # tokenizing alone decodes nothing
+        assert decode_cpu_seconds() == before
+        model.session().generate(prompt, 4, frozenset())
+        assert decode_cpu_seconds() > before
+
+
+@needs_dictionary
+def test_model_shape_bench_reports_every_key_kind(tiny_mimic, tmp_path):
+    out = tmp_path / "shapes.json"
+    _run([REPO / "examples" / "model_shape_bench.py", tiny_mimic, "--fixed-tokens", "3", "--json", out], tmp_path)
+    rows = {r["kind"]: r for r in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {"typing", "model key", "convert"}
+    assert rows["model key"]["count"] > 0 and rows["model key"]["decode_p50_ms"] > 0  # the model ran live
+    assert rows["convert"]["decode_p50_ms"] > 0 and rows["convert"]["arch"] == "gpt2"
+    for row in rows.values():
+        assert row["count"] > 0 and row["wall_p50_ms"] <= row["wall_p95_ms"]
+
+
+@needs_dictionary
+def test_session_and_replay_benches_take_a_mimic_with_fixed_tokens(tiny_mimic, tmp_path):
+    out = tmp_path / "session.json"
+    _run([REPO / "examples" / "session_bench.py", "--model", tiny_mimic, "--fixed-tokens", "3", "--repeats", "1",
+          "--json", out], tmp_path)
+    data = json.loads(out.read_text())
+    assert data["info"]["fixed_tokens"] == 3 and data["info"]["model"] == str(tiny_mimic)
+    assert {r["kind"] for r in data["rows"] if r["converter"] == "fused"} == {"typing", "convert", "commit"}
+    replay = tmp_path / "replay.json"
+    text = _run([REPO / "examples" / "typing_replay_bench.py", "--model", tiny_mimic, "--random-weights",
+                 "--fixed-tokens", "3", "--sessions", "1", "--modes", "burst", "--sentences", "1", "--json", replay], tmp_path)
+    assert "3 generated tokens per chunk" in text
+    assert json.loads(replay.read_text())["random_weights"] is True
