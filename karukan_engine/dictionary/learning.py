@@ -91,10 +91,15 @@ class LearningStore:
         return max((len(r) for r in self._by_reading), default=0)
 
     def lookup(self, reading: str) -> list[str]:
-        """Surfaces learned for exactly this reading, best first."""
+        """Surfaces learned for exactly this reading, best first: the last used (as in Mozc,
+        the last choice wins the next time), then the others by frequency and age (score)."""
         with self._lock:
-            surfaces = self._by_reading.get(reading, ())
-            return sorted(surfaces, key=lambda s: (self._uses[(reading, s)].rank(), s))
+            uses = {s: self._uses[(reading, s)] for s in self._by_reading.get(reading, ())}
+        if not uses:
+            return []
+        last = max(uses, key=lambda s: (uses[s].last, s))
+        older = sorted((s for s in uses if s != last), key=lambda s: (-uses[s].score(), s))
+        return [last, *older]
 
     def prefix_lookup(self, prefix: str, limit: int = 20) -> list[tuple[str, str]]:
         """(reading, surface) pairs whose reading starts with prefix, best first."""

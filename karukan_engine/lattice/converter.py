@@ -2,9 +2,10 @@
 
 convert(): best path (Viterbi) -> bunsetsu segments (Mozc's segmenter rules, user-fixed
 boundaries kept); each segment's candidates are the N-best spellings of its span inside one
-bunsetsu, between its neighbours on the best path, followed by learned words and variants.
+bunsetsu, between its neighbours on the best path, followed by learned words and variants; the
+user's last choice for a segment's reading comes first (as in Mozc).
 They are computed lazily (LazyCandidates): a segment costs a search only when its list is read.
-candidates(): N-best whole-reading paths, deduplicated by surface.
+candidates(): N-best whole-reading paths, deduplicated by surface (led by live()'s text).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class _Analysis:
         self.space = space
         self.cuts = cuts
         self.path = space.best_path()
+        self.best: list[tuple[int, int, Candidate]] | None = None   # each segment's span and first candidate
         self.segments: list[Segment] | None = None   # convert()'s result, computed once
 
 
@@ -62,8 +64,9 @@ class LatticeConverter:
         sources = []
         if user_dictionary is not None:
             sources.append(UserWordSource(user_dictionary, dictionary))
-        if learning is not None:
-            sources.append(LearnedWordSource(learning, dictionary))
+        self._learned = LearnedWordSource(learning, dictionary) if learning is not None else None
+        if self._learned is not None:
+            sources.append(self._learned)
         self.builder = LatticeBuilder(dictionary, sources)
         self.symbols = load_symbols(dictionary.directory / "symbols.tsv")
         self.context = ContextAnalyzer(dictionary)
@@ -112,8 +115,7 @@ class LatticeConverter:
     def live(self, request: ConversionRequest) -> str:
         if not request.reading:
             return ""
-        analysis = self._analyse(request)
-        return "".join(analysis.lattice.surface(n) for n in analysis.path)
+        return "".join(seg[2].surface for seg in self._best(request.reading, self._analyse(request)))
 
     def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
         if not request.reading or n <= 0:
@@ -121,6 +123,12 @@ class LatticeConverter:
         analysis = self._analyse(request)
         found = []
         seen: set[str] = set()
+        first = self._best(request.reading, analysis)
+        top = "".join(seg[2].surface for seg in first)
+        if top != "".join(analysis.lattice.surface(node) for node in analysis.path):
+            # a segment's last learned choice replaced what the path spelled: it leads here too
+            found.append(Candidate(top, "", _first_source(seg[2].source for seg in first)))
+            seen.add(top)
         for _, path in analysis.space.paths(MAX_EXPANSIONS):
             surface = "".join(analysis.lattice.surface(node) for node in path)
             if surface not in seen:
@@ -139,22 +147,49 @@ class LatticeConverter:
             analysis.segments = self._segments(request.reading, analysis)
         return list(analysis.segments)
 
+    def _best(self, reading: str, analysis: _Analysis) -> list[tuple[int, int, Candidate, tuple, int]]:
+        """The segments of the best path: (start, end, first candidate, left neighbours, right
+        neighbour's lid) each.
+
+        Segments follow the segmenter (and the fixed lengths) over the path's words, a learned
+        phrase counting as the dictionary words it is made of (so a phrase learned from live
+        conversion still converts into its bunsetsu). A segment's first candidate is what the
+        path spells there, unless the user's last choice for exactly that reading was something
+        else: then the last choice leads, as in Mozc (the learned nodes' costs favour it, but the
+        connections to its neighbours can still tip the path to an older choice)."""
+        if analysis.best is not None:
+            return analysis.best
+        lattice, space = analysis.lattice, analysis.space
+        pieces = []   # (start, end, lid, rid, surface, source)
+        for x in analysis.path:
+            start, end, source = int(space.start[x]), int(space.end[x]), lattice.source(x)
+            words = (self._learned.words(reading[start:end], lattice.surface(x))
+                     if source == "learning" and self._learned is not None else ())
+            if len(words) > 1:
+                pieces += [(start + a, start + b, lid, rid, surface, source) for a, b, lid, rid, surface in words]
+            else:
+                pieces.append((start, end, int(space.lid[x]), int(space.rid[x]), lattice.surface(x), source))
+        spans = segment_spans([p[0] for p in pieces], [p[1] for p in pieces], [p[2] for p in pieces],
+                              [p[3] for p in pieces], self.dictionary.segmenter, len(reading), analysis.cuts)
+        result = []
+        for lo, hi in spans:
+            inner = [p for p in pieces if lo <= p[0] and p[1] <= hi]
+            best = Candidate("".join(p[4] for p in inner), "", _first_source(p[5] for p in inner))
+            learned = self.learning.lookup(reading[lo:hi]) if self.learning is not None else []
+            if learned and learned[0] != best.surface:
+                best = Candidate(learned[0], "", "learning")
+            before = [p for p in pieces if p[1] == lo]
+            after = [p for p in pieces if p[0] == hi]
+            left = ((before[-1][3], 0),) if before else space.bos_choices
+            result.append((lo, hi, best, left, after[0][2] if after else 0))
+        analysis.best = result
+        return result
+
     def _segments(self, reading: str, analysis: _Analysis) -> list[Segment]:
-        lattice, path, space = analysis.lattice, analysis.path, analysis.space
-        spans = segment_spans(
-            [int(space.start[x]) for x in path], [int(space.end[x]) for x in path],
-            [int(space.lid[x]) for x in path], [int(space.rid[x]) for x in path],
-            self.dictionary.segmenter, len(reading), analysis.cuts)
+        lattice = analysis.lattice
         generations = self._generations()
         segments = []
-        for lo, hi in spans:
-            inner = [x for x in path if lo <= space.start[x] and space.end[x] <= hi]
-            before = [x for x in path if space.end[x] == lo]
-            after = [x for x in path if space.start[x] == hi]
-            left = ((int(space.rid[before[-1]]), 0),) if before else space.bos_choices
-            eos_lid = int(space.lid[after[0]]) if after else 0
-            best = Candidate("".join(lattice.surface(x) for x in inner), "",
-                             _source_of(lattice, inner))
+        for lo, hi, best, left, eos_lid in self._best(reading, analysis):
             key = (reading[lo:hi], left, eos_lid, best, generations)
             with self._lock:
                 candidates = self._segment_cache.get(key)
@@ -172,8 +207,14 @@ class LatticeConverter:
         """Learn in memory; the store writes its file in the background (never on this key)."""
         if self.learning is None:
             return
+        pairs = [(reading, surface) for reading, surface in pairs if reading and surface]
         for reading, surface in pairs:
             self.learning.record(reading, surface)
+        whole = "".join(reading for reading, _ in pairs)
+        if len(pairs) > 1 and self.learning.lookup(whole):
+            # The whole reading was learned as one phrase (a live conversion committed as it
+            # stood): the phrase follows the last choice too, or its older spelling would compete.
+            self.learning.record(whole, "".join(surface for _, surface in pairs))
 
     def save(self) -> bool:
         """Write pending learning now. True when everything is on disk."""
@@ -215,5 +256,9 @@ class LatticeConverter:
 
 
 def _source_of(lattice: Lattice, nodes: Sequence[int]) -> str:
-    sources = {lattice.source(x) for x in nodes}
+    return _first_source(lattice.source(x) for x in nodes)
+
+
+def _first_source(sources) -> str:
+    sources = set(sources)
     return next((s for s in ("learning", "user") if s in sources), "dictionary")

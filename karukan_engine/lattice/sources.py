@@ -14,8 +14,12 @@ from karukan_engine.lattice.search import SearchSpace
 
 # A user word with no system word of the same reading costs about as much as a common noun.
 USER_WORD_COST = 3000
-# How much cheaper a learned conversion is than the best the dictionary offers for its reading.
+# How much cheaper the last conversion learned for a reading is than the best the dictionary
+# offers for it; older conversions of the same reading get this much less (so they no longer tie
+# with the last choice and let the connections pick one of them: the last choice wins, as in
+# Mozc; the converter also puts it first in its segment, see LatticeConverter).
 LEARNED_BONUS = 300
+OLDER_LEARNED_PENALTY = 1000
 
 
 def _standalone_cost(dictionary: SystemDictionary, reading: str, pos: int) -> int:
@@ -84,6 +88,8 @@ class LearnedWordSource:
         self.dictionary = dictionary
         self._plain = LatticeBuilder(dictionary)
         self._shapes: dict[tuple[str, str], tuple[int, int, int]] = {}
+        # the dictionary words that spell a learned pair: (start, end, lid, rid, surface) each
+        self._words: dict[tuple[str, str], tuple[tuple[int, int, int, int, str], ...]] = {}
         self._longest = (-1, 0)   # (store generation, longest learned reading)
 
     def _shape(self, reading: str, surface: str) -> tuple[int, int, int]:
@@ -93,7 +99,14 @@ class LearnedWordSource:
             self._shapes[key] = self._find_shape(reading, surface)
         return self._shapes[key]
 
+    def words(self, reading: str, surface: str) -> tuple[tuple[int, int, int, int, str], ...]:
+        """The dictionary words a learned pair is made of, as (start, end, lid, rid, surface)
+        within its reading; one word (its own node) when the dictionary cannot spell it."""
+        self._shape(reading, surface)
+        return self._words[(reading, surface)]
+
     def _find_shape(self, reading: str, surface: str) -> tuple[int, int, int]:
+        key = (reading, surface)
         lattice = self._plain.build(reading)
         space = SearchSpace(lattice, self.dictionary, 0, len(reading))
         matrix = self.dictionary.matrix
@@ -103,9 +116,12 @@ class LearnedWordSource:
             inner = cost - int(matrix[0, lid]) - int(matrix[rid, 0])
             best_inner = inner if best_inner is None else min(best_inner, inner)
             if "".join(lattice.surface(n) for n in path) == surface:
+                self._words[key] = tuple((int(space.start[n]), int(space.end[n]), int(space.lid[n]),
+                                          int(space.rid[n]), lattice.surface(n)) for n in path)
                 return lid, rid, max(0, best_inner - LEARNED_BONUS)
         # a surface the dictionary cannot spell (a script variant, say): treat it as a noun
         noun = self.dictionary.meta["noun_id"]
+        self._words[key] = ((0, len(reading), noun, noun, surface),)
         return noun, noun, USER_WORD_COST if best_inner is None else max(0, best_inner - LEARNED_BONUS)
 
     def words_at(self, text: str, start: int) -> Iterator[ExtraWord]:
@@ -114,6 +130,7 @@ class LearnedWordSource:
         longest = self._longest[1]
         for end in range(start + 1, min(len(text), start + longest) + 1):
             reading = text[start:end]
-            for surface in self.store.lookup(reading):
+            for rank, surface in enumerate(self.store.lookup(reading)):   # last used first
                 lid, rid, cost = self._shape(reading, surface)
-                yield ExtraWord(reading, surface, lid, rid, cost, "learning")
+                yield ExtraWord(reading, surface, lid, rid, cost + (OLDER_LEARNED_PENALTY if rank else 0),
+                                "learning")
