@@ -296,3 +296,21 @@ def test_the_joined_rehearsal_model_exports_with_the_pipeline_command(arrays, tm
     assert pipeline(["export", "--model-dir", str(tmp_path / "model")]) == 0
     gguf_file = tmp_path / "model" / "karukan-bundled.gguf"
     assert gguf_file.stat().st_size > 0 and (tmp_path / "model" / "tokenizer.json").exists()
+
+
+def test_without_loader_processes_the_run_builds_its_batches_itself(arrays, tmp_path, monkeypatch):
+    import karukan_engine.training.gpu_train as gpu_train
+
+    class Unavailable:
+        def __init__(self, options):
+            raise OSError("no semaphores here")
+
+    monkeypatch.setattr(gpu_train, "WorkerBatches", Unavailable)
+    messages = []
+    options = GpuOptions(arrays=arrays, out=tmp_path, minutes=30, max_steps=2, device="cpu", n_embd=32,
+                         n_layer=2, n_head=2, micro_tokens=256, accum=2, threads=1, loader_workers=3)
+    run = gpu_train.train_gpu(options, log=messages.append)
+    assert run.summary["steps"] == 2
+    assert any("building batches in this process" in m for m in messages)
+    start = json.loads((tmp_path / "log.jsonl").read_text().splitlines()[0])
+    assert start["event"] == "start" and start["loader_processes"] == 0

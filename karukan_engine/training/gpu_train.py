@@ -22,6 +22,7 @@ The same command runs on CPU with --device cpu and a tiny config (the rehearsal)
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import queue as queue_module
@@ -223,6 +224,23 @@ class WorkerBatches:
                 process.terminate()
 
 
+def open_batches(options: GpuOptions, data, log) -> tuple[Iterator[Batch], WorkerBatches | None]:
+    """Loader processes when asked for and they work (a first batch arrives), else this process."""
+    if options.loader_workers:
+        source = None
+        try:
+            source = WorkerBatches(options)
+            first = next(source)
+            return itertools.chain([first], source), source
+        except Exception as error:  # e.g. a sandbox without the semaphores multiprocessing needs
+            log(f"loader processes unavailable ({error!r}); building batches in this process")
+            if source is not None:
+                source.close()
+    if not data.train:
+        data.train = load_token_arrays(options.arrays, ("train",)).train
+    return _in_process_batches(data.train, options), None
+
+
 def _print(message: str) -> None:
     print(message, flush=True)
 
@@ -249,8 +267,7 @@ def train_gpu(options: GpuOptions, log=_print) -> GpuRun:
     parts = check_output_fits(config, options, len(data.tokens))
     dev = data.dev[: options.dev_limit] if options.dev_limit is not None else data.dev
     # Loader processes start before CUDA and before any large torch work in this process.
-    source = WorkerBatches(options) if options.loader_workers else None
-    stream = source if source is not None else _in_process_batches(data.train, options)
+    stream, source = open_batches(options, data, log)
     log_file = (options.out / "log.jsonl").open("a", encoding="utf-8")
 
     def record(entry: dict) -> None:
@@ -274,7 +291,9 @@ def train_gpu(options: GpuOptions, log=_print) -> GpuRun:
             f"vocab {config.vocab_size}), {data.meta['train']['kept']} training examples, {len(dev)} dev, "
             f"{options.device} amp={amp} compile={options.compile}, weights in {parts} parts")
         record({"event": "start", "options": {k: str(v) for k, v in asdict(options).items()},
-                "config": config.to_dict(), "params": model.n_params(), "arrays": data.meta})
+                "config": config.to_dict(), "params": model.n_params(), "arrays": data.meta,
+                "torch": torch.__version__, "loader_processes": len(source.processes) if source else 0,
+                "device_name": torch.cuda.get_device_name(options.device) if on_cuda else "cpu"})
         progress = {"elapsed": 0.0, "epoch": 0.0, "batch_index": 0, "step": 0, "tokens_seen": 0,
                     "real_tokens_seen": 0}
         best: dict = {"dev_loss": math.inf, "state": None, "step": 0}
@@ -293,6 +312,14 @@ def train_gpu(options: GpuOptions, log=_print) -> GpuRun:
                                     "recipe": "gpu_train", "options": {k: str(v) for k, v in asdict(options).items()}}}
             save_payload_parts(payload, options.out, part_bytes=options.part_bytes)
 
+        waited = {"s": 0.0}
+
+        def take() -> Batch:
+            begin = time.monotonic()
+            batch = next(stream)
+            waited["s"] += time.monotonic() - begin
+            return batch
+
         first = next(stream)  # loaders are up: the clock starts here
         started = time.monotonic()
         pending: list[Batch] = [first]
@@ -304,7 +331,7 @@ def train_gpu(options: GpuOptions, log=_print) -> GpuRun:
             if elapsed >= options.minutes * 60 or (options.max_steps is not None
                                                     and progress["step"] >= options.max_steps):
                 break
-            micro = pending + [next(stream) for _ in range(options.accum - len(pending))]
+            micro = pending + [take() for _ in range(options.accum - len(pending))]
             pending = []
             lr = learning_rate(schedule, elapsed)
             for group in optimizer.param_groups:
@@ -337,7 +364,9 @@ def train_gpu(options: GpuOptions, log=_print) -> GpuRun:
                 entry = {"step": progress["step"], "minutes": round(progress["elapsed"] / 60, 3),
                          "loss": round(step_loss.item(), 4), "lr": lr, "epoch": round(progress["epoch"], 3),
                          "tokens_per_s": round(window_tokens / span), "real_tokens_per_s": round(window_real / span),
-                         "steps_per_s": round(options.log_every / span, 3)}
+                         "steps_per_s": round(options.log_every / span, 3),
+                         "loader_wait_share": round(waited["s"] / span, 3)}
+                waited["s"] = 0.0
                 record(entry)
                 log(json.dumps(entry))
                 window_tokens, window_real, window_start = 0, 0, time.monotonic()
