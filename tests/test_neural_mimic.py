@@ -15,7 +15,7 @@ from karukan_engine.cli import main  # noqa: E402
 from karukan_engine.neural import mimic  # noqa: E402
 from karukan_engine.neural.errors import ModelLoadError, TokenizerError  # noqa: E402
 from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
-from karukan_engine.neural.prompt import CONTEXT_MARK, INPUT_MARK, OUTPUT_MARK, build_prompt  # noqa: E402
+from karukan_engine.neural.prompt import CONTEXT_MARK, INPUT_MARK, MARKS, OUTPUT_MARK, build_prompt  # noqa: E402
 from karukan_engine.neural.registry import load_model_by_id_or_path, parse_registry  # noqa: E402
 from karukan_engine.neural.runtime import LlamaModel  # noqa: E402
 from karukan_engine.neural.tokenizer import GgufTokenizer  # noqa: E402
@@ -113,6 +113,20 @@ def test_the_gguf_vocabulary_tokenizes_prompts_like_tokenizer_json(model):
     for reading, context in READINGS + [("とうきょう1ばんせん", "ABC 鬱")]:
         prompt = build_prompt(reading, context)
         assert gguf.encode_prompt(prompt) == model.tokenizer.encode_prompt(prompt)
+    # and stops at the same tokens (zenz: </s> and every token holding byte 0xEE)
+    assert gguf.extra_stop_ids() == model.tokenizer.extra_stop_ids()
+    assert [gguf.mark_id(m) for m in MARKS] == [model.tokenizer.mark_id(m) for m in MARKS]
+
+
+def test_only_the_zenz_metadata_needs_repairs(built):
+    zenz, v2 = LlamaModel(built["zenz"]), LlamaModel(built["jinen-v2"])
+    try:
+        assert zenz.info.fixups == {"tokenizer.ggml.pre": "gpt-2", "tokenizer.ggml.eos_token_id": 3,
+                                    "tokenizer.ggml.bos_token_id": 2, "tokenizer.ggml.padding_token_id": 1}
+        assert v2.info.fixups == {}
+    finally:
+        zenz.free()
+        v2.free()
 
 
 def test_stop_ids_hold_the_family_eos_and_the_marks(model):

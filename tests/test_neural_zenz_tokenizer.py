@@ -140,6 +140,43 @@ def test_stops_at_eos_and_at_the_first_byte_of_any_mark(zenz, vocab):
     assert 1 not in stops and 2 not in stops  # [PAD] and <s> are not EOS
 
 
+def _model_view(tokenizer, n_ctx_train, max_context_chars):
+    """NeuralModel's prompt logic over a tokenizer, without llama.cpp."""
+    from karukan_engine.neural.model import ModelOptions, NeuralModel
+
+    view = NeuralModel.__new__(NeuralModel)
+    view.tokenizer = tokenizer
+    view.options = ModelOptions(n_threads=1, max_context_chars=max_context_chars)
+    view.llama = type("Llama", (), {"n_ctx_train": n_ctx_train})()
+    return view
+
+
+@settings(max_examples=100, deadline=None)
+@given(reading=st.text(st.sampled_from("かんじきょうアイウ漢字"), min_size=1, max_size=8),
+       context=st.text(st.sampled_from("今日は、東京😀鬱abc\uee00"), max_size=40),
+       n_ctx=st.integers(20, 80), reserve=st.integers(1, 10))
+def test_a_long_context_is_cut_to_the_longest_tail_that_fits(zenz, reading, context, n_ctx, reserve):
+    from karukan_engine.neural.errors import PromptTooLongError
+    from karukan_engine.neural.prompt import Prompt
+
+    view = _model_view(zenz, n_ctx, 1000)
+    full = build_prompt(reading, context, 1000)
+    limit = n_ctx - reserve
+    try:
+        ids = view.prompt_ids(reading, context, reserve=reserve)
+    except PromptTooLongError:
+        assert len(zenz.encode_prompt(Prompt("", full.reading))) > limit
+        return
+    assert len(ids) <= limit
+    kept = [k for k in range(len(full.context) + 1)
+            if zenz.encode_prompt(Prompt(full.context[len(full.context) - k:], full.reading)) == ids]
+    assert kept, "the ids are the tokenizer's encoding of a prompt with a tail of the context"
+    k = max(kept)
+    if k < len(full.context):  # one more character of context would not fit
+        longer = Prompt(full.context[len(full.context) - k - 1:], full.reading)
+        assert len(zenz.encode_prompt(longer)) > limit
+
+
 def test_byte_level_alphabet_is_a_bijection():
     alphabet = byte_level_alphabet()
     assert sorted(alphabet.values()) == list(range(256))
