@@ -314,3 +314,15 @@ def test_without_loader_processes_the_run_builds_its_batches_itself(arrays, tmp_
     assert any("building batches in this process" in m for m in messages)
     start = json.loads((tmp_path / "log.jsonl").read_text().splitlines()[0])
     assert start["event"] == "start" and start["loader_processes"] == 0
+
+
+def test_bf16_autocast_steps_run_and_learn_on_cpu(arrays, tmp_path):
+    options = GpuOptions(arrays=arrays, out=tmp_path, minutes=30, max_steps=8, device="cpu", n_embd=32,
+                         n_layer=2, n_head=2, micro_tokens=256, accum=2, threads=1, lr=3e-3,
+                         warmup_minutes=0.0, loader_workers=0, amp="bf16", log_every=1,
+                         dev_every_minutes=100)
+    run = train_gpu(options, log=lambda _: None)
+    losses = [r["loss"] for r in map(json.loads, (tmp_path / "log.jsonl").read_text().splitlines()) if "loss" in r]
+    assert len(losses) == 8 and all(np.isfinite(losses))
+    assert sum(losses[-3:]) < sum(losses[:3])
+    assert all(t.dtype in (torch.float16, torch.float32) for t in run.saved.values())
