@@ -29,7 +29,7 @@ Public API (stable; used by the fusion layer):
     Generation(text: str, token_ids: tuple[int, ...], logprob: float, finished: bool)
         text: decoded surface (stop token removed, stripped);  token_ids: generated ids without
         the stop token;  logprob: summed log-softmax of every generated token incl. the stop
-        token;  finished: True when the model emitted a stop token (EOS/EOG/U+EE00-EE0F).
+        token;  finished: True when the model emitted a stop token (EOS/EOG, a mark or its first byte).
 
     handle = load_in_background(path_or_dir_or_model_id)
         handle.ready() -> bool;  handle.wait(timeout=None) -> NeuralModel (raises its error);
@@ -44,7 +44,15 @@ max_new, stop_ids, draft=None), ...]) decodes many owners' greedy jobs in shared
 sequence id per owner; GreedySession is its one-sequence form).
 
 Readings may be hiragana or katakana; the prompt is
-U+EE02 + left context (last `max_context_chars`) + U+EE00 + reading in katakana + U+EE01, NFKC.
+U+EE02 + left context (last `max_context_chars`) + U+EE00 + reading in katakana + U+EE01, NFKC,
+with U+EE00-U+EE0F stripped from the user's text first. It is tokenized as each family was
+trained (tokenizer.py): the whole prompt text through tokenizer.json — single mark tokens where
+the vocabulary has them (jinen v2), the zenz tokenizer's byte tokens where it has none — and
+generation stops at the family's EOS and at the first byte of any mark. Known quirks of
+published GGUFs (zenz: an unknown pre-tokenizer name, off-by-one special ids) are repaired at
+load (runtime.fixups); a GGUF of another architecture or vocabulary size than models.toml says,
+or a tokenizer.json of another model, is refused with one line. mimic.build writes
+random-weight stand-ins of the published models (tools/build_mimic_models.py).
 Errors: ModelNotFoundError, ModelFormatError (not GGUF / corrupt), ModelLoadError,
 TokenizerError, PromptTooLongError, InferenceError, UnknownModelError, DownloadError — all
 subclasses of NeuralError. llama.cpp is never allowed to abort the process: every sequence id,
