@@ -115,7 +115,7 @@ class LatticeConverter:
     def live(self, request: ConversionRequest) -> str:
         if not request.reading:
             return ""
-        return "".join(seg[2].surface for seg in self._best(request.reading, self._analyse(request)))
+        return self._live_text(request.reading, self._analyse(request))
 
     def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
         if not request.reading or n <= 0:
@@ -123,11 +123,10 @@ class LatticeConverter:
         analysis = self._analyse(request)
         found = []
         seen: set[str] = set()
-        first = self._best(request.reading, analysis)
-        top = "".join(seg[2].surface for seg in first)
+        top = self._live_text(request.reading, analysis)
         if top != "".join(analysis.lattice.surface(node) for node in analysis.path):
             # a segment's last learned choice replaced what the path spelled: it leads here too
-            found.append(Candidate(top, "", _first_source(seg[2].source for seg in first)))
+            found.append(Candidate(top, "", "learning"))
             seen.add(top)
         for _, path in analysis.space.paths(MAX_EXPANSIONS):
             surface = "".join(analysis.lattice.surface(node) for node in path)
@@ -146,6 +145,13 @@ class LatticeConverter:
         if analysis.segments is None:
             analysis.segments = self._segments(request.reading, analysis)
         return list(analysis.segments)
+
+    def _live_text(self, reading: str, analysis: _Analysis) -> str:
+        if self.learning is None or not len(self.learning):
+            # nothing learned: the path's text (no segmentation needed, so live conversion never
+            # unpacks the segmenter table)
+            return "".join(analysis.lattice.surface(node) for node in analysis.path)
+        return "".join(seg[2].surface for seg in self._best(reading, analysis))
 
     def _best(self, reading: str, analysis: _Analysis) -> list[tuple[int, int, Candidate, tuple, int]]:
         """The segments of the best path: (start, end, first candidate, left neighbours, right
