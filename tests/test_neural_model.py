@@ -167,7 +167,8 @@ def test_logit_rows_follow_batch_order_across_sequences(model):
 
 
 _KEYS = st.text(st.characters(min_codepoint=0x61, max_codepoint=0x7A) | st.sampled_from("._"), min_size=1, max_size=40)
-_VALUES = st.booleans() | st.integers(-2**63, 2**63 - 1) | st.floats(allow_nan=False) | st.text(max_size=40)
+_VALUES = (st.booleans() | st.integers(-2**63, 2**63 - 1) | st.floats(allow_nan=False)
+           | st.text(st.characters(blacklist_characters="\0"), max_size=40))
 
 
 @settings(max_examples=50, deadline=None)
@@ -190,7 +191,7 @@ def test_kv_override_array_carries_each_value_with_its_type(overrides):
             assert item.value.val_f64 == value
 
 
-@pytest.mark.parametrize("overrides", [{"k" * 128: 1}, {"key": "v" * 128}, {"key": None}, {"key": [1]}])
+@pytest.mark.parametrize("overrides", [{"k" * 128: 1}, {"key": "v" * 128}, {"key": None}, {"key": [1]}, {"key": "a\0b"}])
 def test_kv_overrides_that_do_not_fit_are_refused(overrides):
     with pytest.raises(ModelLoadError):
         runtime._kv_override_array(overrides)

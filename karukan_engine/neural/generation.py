@@ -12,7 +12,7 @@ class Generation:
     text: the surface (stop token removed, cut at control marks, trimmed).
     token_ids: generated ids, without the stop token.
     logprob: summed log-softmax of every generated token, the stop token included.
-    finished: True when the model emitted a stop token (EOS/EOG/U+EE00-EE0F) within max_new.
+    finished: True when the model emitted a stop token (EOS/EOG, a mark or its first byte) within max_new.
     """
 
     text: str

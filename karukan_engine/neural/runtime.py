@@ -85,45 +85,36 @@ def inspect_gguf(path: Path) -> GgufInfo:
         if f.read(4) != b"GGUF":
             raise ModelFormatError(f"not a GGUF file: {path.name}")
     try:
-        from gguf import GGUFReader
+        from karukan_engine.neural.gguf_header import read_header
 
-        reader = GGUFReader(str(path))
-        # GGUFReader maps tensor data lazily; touching the last tensor's end proves it is there.
-        end = max((t.data_offset + t.n_bytes for t in reader.tensors), default=0)
-        if end > path.stat().st_size:
+        header = read_header(path)
+        if header.data_end() > path.stat().st_size:
             raise ModelFormatError(f"truncated GGUF file: {path.name}")
     except ModelFormatError:
         raise
     except Exception as exc:  # any parse failure means a corrupt file
         raise ModelFormatError(f"corrupt GGUF file {path.name}: {type(exc).__name__}") from exc
+    meta = header.metadata
 
-    def field(key: str, default):
-        f = reader.get_field(key)
-        if f is None:
-            return default
-        value = f.contents()
-        return value if value is not None else default
+    def text(key: str) -> str:
+        value = meta.get(key)
+        return value if isinstance(value, str) else ""
 
-    arch = str(field("general.architecture", ""))
-    if not reader.tensors:
+    arch = text("general.architecture")
+    if not header.tensors:
         raise ModelFormatError(f"GGUF file without tensors: {path.name}")
-    pre = str(field("tokenizer.ggml.pre", ""))
+    pre = text("tokenizer.ggml.pre")
+    context = meta.get(f"{arch}.context_length")
     return GgufInfo(
         architecture=arch,
-        context_length=int(field(f"{arch}.context_length", 0)),
+        context_length=int(context) if isinstance(context, int) else 0,
         tokenizer_pre=pre,
-        fixups=fixups(reader, pre),
+        fixups=fixups(meta, pre),
     )
 
 
-def _token_text(tokens, token_id) -> str | None:
-    if tokens is None or not isinstance(token_id, int) or not 0 <= token_id < len(tokens.data):
-        return None
-    return bytes(tokens.parts[tokens.data[token_id]]).decode("utf-8", errors="replace")
-
-
-def fixups(reader, pre: str) -> dict[str, object]:
-    """Overrides for known quirks of published GGUFs.
+def fixups(meta: Mapping[str, object], pre: str) -> dict[str, object]:
+    """Overrides for known quirks of published GGUFs (meta: the GGUF's metadata).
 
     zenz GGUFs declare the pre-tokenizer "gpt2-small-japanese-char", which llama.cpp rejects, and
     special ids off by one (bos 1 = [PAD], eos 2 = <s>; the vocabulary is [UNK] [PAD] <s> </s>).
@@ -132,26 +123,26 @@ def fixups(reader, pre: str) -> dict[str, object]:
     out: dict[str, object] = {}
     if pre in PRE_TOKENIZER_ALIASES:
         out["tokenizer.ggml.pre"] = PRE_TOKENIZER_ALIASES[pre]
-    tokens = reader.get_field("tokenizer.ggml.tokens")
-
-    def declared(key: str):
-        f = reader.get_field(key)
-        return int(f.contents()) if f is not None else None
-
-    eos = declared("tokenizer.ggml.eos_token_id")
-    if tokens is None or eos is None or _token_text(tokens, eos) in _EOS_TEXTS:
+    tokens = meta.get("tokenizer.ggml.tokens")
+    if not isinstance(tokens, list):
         return out
-    ids = {}
-    for i in range(len(tokens.data)):
-        text = _token_text(tokens, i)
-        if text in ("<s>", "</s>", "[PAD]") and text not in ids:
-            ids[text] = i
+
+    def text_of(key: str) -> str | None:
+        token_id = meta.get(key)
+        return tokens[token_id] if isinstance(token_id, int) and 0 <= token_id < len(tokens) else None
+
+    if "tokenizer.ggml.eos_token_id" not in meta or text_of("tokenizer.ggml.eos_token_id") in _EOS_TEXTS:
+        return out
+    ids: dict[str, int] = {}
+    for i, token in enumerate(tokens):
+        if token in ("<s>", "</s>", "[PAD]") and token not in ids:
+            ids[token] = i
     if "</s>" not in ids:
         return out
     out["tokenizer.ggml.eos_token_id"] = ids["</s>"]
-    if "<s>" in ids and _token_text(tokens, declared("tokenizer.ggml.bos_token_id")) != "<s>":
+    if "<s>" in ids and text_of("tokenizer.ggml.bos_token_id") != "<s>":
         out["tokenizer.ggml.bos_token_id"] = ids["<s>"]
-    if "[PAD]" in ids and reader.get_field("tokenizer.ggml.padding_token_id") is not None:
+    if "[PAD]" in ids and "tokenizer.ggml.padding_token_id" in meta:
         out["tokenizer.ggml.padding_token_id"] = ids["[PAD]"]
     return out
 
@@ -181,6 +172,8 @@ def _kv_override_array(overrides: Mapping[str, object]):
             raw = value.encode("utf-8")
             if len(raw) >= 128:   # a 128-byte NUL-terminated field: never cut a value silently
                 raise ModelLoadError(f"override value too long for {key}")
+            if b"\0" in raw:    # ... nor at an embedded NUL
+                raise ModelLoadError(f"override value for {key} holds a NUL character")
             item.tag = lib.LLAMA_KV_OVERRIDE_TYPE_STR
             ctypes.memmove(ctypes.addressof(item.value), raw.ljust(128, b"\0"), 128)
         else:
