@@ -1,6 +1,6 @@
 """Benchmark the dictionary lattice converter: load time, memory, conversion time by length.
 
-    python examples/lattice_bench.py [--repeats 3] [--per-length 20] [--json OUT]
+    python examples/lattice_bench.py [--repeats 3] [--per-length 20] [--history N] [--json OUT]
 
 Readings of 5, 10, 20 and 40 kana are cut from Mozc's evaluation sentences. For each we time
   live        best path only (what live conversion needs per key)
@@ -12,6 +12,7 @@ with the converter's cache cleared before every call, as wall-clock time and as 
 CPU time (the fairer figure when other jobs load the machine). Load is measured in a fresh
 process: import + dictionary load + first conversion, and its peak RSS. Last, the cost of
 learning a commit (record(), on the Return key) and of the file write the background saver does.
+--history N: time with a learning history (every segment of N evaluation sentences, as converted).
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--per-length", type=int, default=PER_LENGTH, help="readings per length")
+    parser.add_argument("--history", type=int, default=0,
+                        help="learn the segments of this many evaluation sentences first")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
@@ -108,6 +111,13 @@ def main() -> int:
 
         converter = LatticeConverter.load_default()
         converter.live(ConversionRequest("あ"))   # warm caches (segmenter bits)
+        if args.history:
+            from karukan_engine.evaluation.metrics import load_items
+
+            items = load_items(REPO / "karukan_engine/data/eval/mozc_evaluation.tsv")[: args.history]
+            for item in items:
+                converter.record([(s.reading, s.best.surface) for s in converter.convert(ConversionRequest(item.reading))])
+            print(f"learning history: {len(converter.learning)} pairs from {len(items)} sentences")
         rows = []
         for length, readings in readings_by_length(args.per_length).items():
             wall: dict[str, list[float]] = {name: [] for name in MEASURES}
