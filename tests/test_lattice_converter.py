@@ -178,7 +178,7 @@ def test_benchmark_script_runs_and_writes_json(tmp_path):
 
     script = Path(__file__).resolve().parent.parent / "examples" / "lattice_bench.py"
     out = tmp_path / "bench.json"
-    result = subprocess.run([sys.executable, str(script), "--repeats", "1", "--per-length", "2",
+    result = subprocess.run([sys.executable, str(script), "--repeats", "1", "--per-length", "2", "--history", "3",
                              "--json", str(out)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
@@ -187,6 +187,7 @@ def test_benchmark_script_runs_and_writes_json(tmp_path):
     assert all(row["focused_cpu_median_ms"] > 0 and row["all_p95_ms"] > 0 for row in report["conversion"])
     assert report["load"]["peak_rss_mb"] > 0
     assert report["learning"]["record_median_ms"] > 0 and report["learning"]["files_written"] == 2
+    assert "learning history: " in result.stdout and " pairs from 3 sentences" in result.stdout
 
 
 def test_return_in_a_session_learns_without_writing_and_close_persists(converter):
