@@ -223,7 +223,8 @@ def load_model(source: str | Path, options: ModelOptions = ModelOptions(), token
             if not tok_path.is_file():
                 raise ModelNotFoundError(f"tokenizer not found: {tok_path}")
             hf = HfTokenizer(tok_path, llama.n_vocab)
-            check_agreement(hf, gguf_token_texts(llama.vocab, llama.n_vocab))
+            stored = llama.info.tokens
+            check_agreement(hf, stored if stored and len(stored) == llama.n_vocab else gguf_token_texts(llama.vocab, llama.n_vocab))
             tokenizer: Tokenizer = hf
         else:
             tokenizer = GgufTokenizer(llama.vocab)

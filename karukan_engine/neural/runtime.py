@@ -73,6 +73,8 @@ class GgufInfo:
     tokenizer_pre: str
     # GGUF metadata overrides loading needs (known quirks of published files; see fixups()).
     fixups: Mapping[str, object] = field(default_factory=dict)
+    # tokenizer.ggml.tokens as stored (None when the file has none).
+    tokens: tuple[str, ...] | None = None
 
 
 def inspect_gguf(path: Path) -> GgufInfo:
@@ -110,6 +112,7 @@ def inspect_gguf(path: Path) -> GgufInfo:
         context_length=int(context) if isinstance(context, int) else 0,
         tokenizer_pre=pre,
         fixups=fixups(meta, pre),
+        tokens=tuple(meta["tokenizer.ggml.tokens"]) if isinstance(meta.get("tokenizer.ggml.tokens"), list) else None,
     )
 
 
