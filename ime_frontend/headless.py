@@ -36,8 +36,34 @@ SESSION_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bu
     <allow eavesdrop="true"/>
     <allow own="*"/>
   </policy>
+{limits}
 </busconfig>
 """
+
+# Debian's session bus (/usr/share/dbus-1/session.conf) lifts dbus-daemon's built-in limits, which
+# are far lower (a bare daemon refuses a client's 129th pending call, where the real session bus
+# lets 50,000 wait): tests must see what a desktop sees, floods included.
+DEBIAN_SESSION_LIMITS = {
+    "max_incoming_bytes": 1000000000,
+    "max_incoming_unix_fds": 250000000,
+    "max_outgoing_bytes": 1000000000,
+    "max_outgoing_unix_fds": 250000000,
+    "max_message_size": 1000000000,
+    "service_start_timeout": 120000,
+    "auth_timeout": 240000,
+    "pending_fd_timeout": 150000,
+    "max_completed_connections": 100000,
+    "max_incomplete_connections": 10000,
+    "max_connections_per_user": 100000,
+    "max_pending_service_starts": 10000,
+    "max_names_per_connection": 50000,
+    "max_match_rules_per_connection": 50000,
+    "max_replies_per_connection": 50000,
+}
+
+
+def bus_limits_xml(limits: dict[str, int]) -> str:
+    return "\n".join(f'  <limit name="{name}">{value}</limit>' for name, value in limits.items())
 
 
 class HeadlessError(RuntimeError):
@@ -53,8 +79,10 @@ def fcitx5_system_addon_dir() -> Path | None:
 
 
 class HeadlessDesktop:
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, bus_limits: dict[str, int] | None = None) -> None:
         self.root = Path(root or tempfile.mkdtemp(prefix="karukan-desktop-"))
+        # The session bus's limits: Debian's by default; a test may set dbus-daemon's own.
+        self.bus_limits = DEBIAN_SESSION_LIMITS if bus_limits is None else bus_limits
         self._owns_root = root is None
         self.home = self.root / "home"
         self.env = self._base_env()
@@ -145,7 +173,8 @@ class HeadlessDesktop:
         # a second fcitx5 or ibus-portal; only services installed into this HOME are activatable.
         config = self.root / "session-bus.conf"
         config.write_text(SESSION_BUS_CONFIG.format(
-            socket=self.root / "session_bus", services=self.home / ".local/share/dbus-1/services"))
+            socket=self.root / "session_bus", services=self.home / ".local/share/dbus-1/services",
+            limits=bus_limits_xml(self.bus_limits)))
         proc = self.spawn("dbus-daemon", [
             "dbus-daemon", f"--config-file={config}", "--nofork", "--nosyslog", "--print-address=1",
         ], stdout_pipe=True)

@@ -7,6 +7,10 @@ when that connection leaves the bus. Views are sent as one struct (see ime_front
 views (model results after a key was answered) go to the owner as the ViewUpdated signal.
 
 Nothing a user types is logged.
+
+Exit status: 0 after SIGTERM/SIGINT (or `stop`), 1 when the bus connection is lost without being
+asked to close (the session bus died or dropped us), so a supervisor (systemd's
+Restart=on-failure) starts a fresh engine.
 """
 
 from __future__ import annotations
@@ -20,10 +24,10 @@ from typing import Awaitable, Callable
 from xml.sax.saxutils import escape
 
 from dbus_fast import BusType, Message, MessageType
-from dbus_fast.aio import MessageBus
 from dbus_fast.constants import NameFlag, RequestNameReply
 
 from ime_frontend import wire
+from ime_frontend.bus import MessageBus, unexpected_loss
 from ime_frontend.contexts import ContextHost, EngineCore, eviction_victim
 from karukan_engine.session.view import View
 
@@ -281,10 +285,14 @@ def introspection_xml() -> str:
     )
 
 
+EXIT_BUS_LOST = 1
+
+
 async def serve(core_factory: Callable[[], EngineCore], bus_address: str | None = None,
                 replace: bool = False, ready: Callable[[EngineService], None] | None = None,
                 stop: asyncio.Event | None = None) -> int:
-    """Run until `stop` is set (by default: SIGTERM/SIGINT) or the bus goes away."""
+    """Run until `stop` is set (by default: SIGTERM/SIGINT): 0; or until the bus goes away
+    unasked: EXIT_BUS_LOST."""
     loop = asyncio.get_running_loop()
     if stop is None:
         stop = asyncio.Event()
@@ -315,6 +323,12 @@ async def serve(core_factory: Callable[[], EngineCore], bus_address: str | None 
         ready(service)
     stopped = asyncio.ensure_future(stop.wait())
     await asyncio.wait({lost, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    status = 0
+    if not stopped.done() and unexpected_loss(bus):
+        reason = lost.exception() if lost.done() and not lost.cancelled() else None
+        log.error("lost the bus connection (%s); exiting so the engine is restarted",
+                  type(reason).__name__ if reason is not None else "closed by the bus")
+        status = EXIT_BUS_LOST
     if bus.connected:
         try:
             await bus.release_name(wire.BUS_NAME)
@@ -325,7 +339,7 @@ async def serve(core_factory: Callable[[], EngineCore], bus_address: str | None 
     lost.cancel()
     await loop.run_in_executor(None, core.close)
     log.info("engine service stopped")
-    return 0
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
