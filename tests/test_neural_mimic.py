@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("llama_cpp")
 
@@ -116,6 +118,19 @@ def test_the_gguf_vocabulary_tokenizes_prompts_like_tokenizer_json(model):
     # and stops at the same tokens (zenz: </s> and every token holding byte 0xEE)
     assert gguf.extra_stop_ids() == model.tokenizer.extra_stop_ids()
     assert [gguf.mark_id(m) for m in MARKS] == [model.tokenizer.mark_id(m) for m in MARKS]
+
+
+_USER_TEXT = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E) | st.characters(min_codepoint=0x3000, max_codepoint=0x30FF)
+                     | st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF) | st.sampled_from("😀\u3000\uee00\ue004\n"),
+                     max_size=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(reading=_USER_TEXT, context=_USER_TEXT)
+def test_the_gguf_vocabulary_agrees_with_tokenizer_json_on_any_prompt(model, reading, context):
+    """What lets models.toml run the zenz GGUFs on their own vocabulary (tokenizer = "gguf")."""
+    prompt = build_prompt(reading, context)
+    assert GgufTokenizer(model.llama.vocab).encode_prompt(prompt) == model.tokenizer.encode_prompt(prompt)
 
 
 def test_only_the_zenz_metadata_needs_repairs(built):
