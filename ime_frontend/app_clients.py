@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dbus_fast import Message, MessageType, Variant
-from dbus_fast.aio import MessageBus
 from dbus_fast.errors import DBusError
 
+from ime_frontend.bus import MessageBus
 from ime_frontend.ibus import gvariant as gv
 
 RELEASE_MASK = 1 << 30

@@ -10,10 +10,10 @@ import asyncio
 from typing import Any, Callable
 
 from dbus_fast import BusType, Message, MessageType
-from dbus_fast.aio import MessageBus
 from dbus_fast.errors import DBusError
 
 from ime_frontend import wire
+from ime_frontend.bus import MessageBus
 from karukan_engine.session.view import View
 
 DEFAULT_TIMEOUT_S = 5.0

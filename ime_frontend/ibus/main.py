@@ -6,6 +6,9 @@ otherwise: register the component ourselves (RegisterComponent), for running by 
 --backend inprocess (default) runs the sessions in this process; --backend service forwards every
 context to the engine service on the session bus. Measured in examples/roundtrip_bench.py: the
 in-process engine saves the second D-Bus hop (see docs/benchmarks.md).
+
+Exit status 1 when the connection to ibus-daemon is lost without SIGTERM/SIGINT (the daemon
+restarts its engines; a supervisor sees a failure, not a clean stop).
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ import signal
 import sys
 
 from dbus_fast import Message, MessageType
-from dbus_fast.aio import MessageBus
 
+from ime_frontend.bus import MessageBus, unexpected_loss
 from ime_frontend.ibus.address import ibus_address
 from ime_frontend.ibus.component import COMPONENT_NAME, ENGINE_NAME, component_desc
 from ime_frontend.ibus.engine import FACTORY_PATH, ContextFactory, Factory
@@ -118,13 +121,17 @@ async def run(args: argparse.Namespace) -> int:
     lost = asyncio.ensure_future(bus.wait_for_disconnect())
     stopped = asyncio.ensure_future(stop.wait())
     await asyncio.wait({lost, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    status = 0
+    if not stopped.done() and unexpected_loss(bus):
+        log.error("lost the connection to ibus-daemon")
+        status = 1
     lost.cancel()
     stopped.cancel()
     if bus.connected:
         bus.disconnect()
     for close in closers:
         await close()
-    return 0
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
