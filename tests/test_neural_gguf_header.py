@@ -1,7 +1,6 @@
 """The fast GGUF header reader agrees with the gguf package's reader, keeps only what loading
 needs, and turns every truncation or corruption into an error (never a wrong answer)."""
 
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
