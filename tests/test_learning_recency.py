@@ -176,3 +176,32 @@ def test_store_order_property(tmp_path_factory, records):
         uses = {s: sum(1 for _, t in mine if t == s) for s in got}
         scores = [ticks[s] + FREQUENCY_WEIGHT * uses[s] for s in got[1:]]
         assert scores == sorted(scores, reverse=True)
+
+
+# -- with a model: the fused ranking keeps the last choice first ---------------------------------
+
+def test_the_last_choice_leads_the_fused_ranking_whatever_the_weights(system, tmp_path):
+    """Default fusion weights let a model's score outweigh learning (鏡は, learned six times,
+    was not even among the first three); the last choice for exactly this reading leads."""
+    pytest.importorskip("llama_cpp")
+    from karukan_engine.conversion.fused import FusedConverter
+    from karukan_engine.conversion.model_slot import ModelSlot
+    from karukan_engine.conversion.settings import ConversionSettings
+    from karukan_engine.neural.model import load_model
+    from karukan_engine.neural.testing import TinyModelSpec, write_model_dir
+
+    model = load_model(write_model_dir(tmp_path / "tiny", TinyModelSpec(seed=3, eos_scale=2.0)))
+    try:
+        base = make_converter(system)
+        fused = FusedConverter(base, [ModelSlot(model, "tiny")], ConversionSettings(chunk_chars=8), lexicon=system)
+        s = session(fused, live=True)
+        for surface in ["鏡は"] * 6 + ["今日は"] * 3 + ["鏡は"]:
+            assert pick(s, "kyouha", surface) == surface
+            assert first_shown(s, "kyouha") == (surface, surface)
+            assert fused.candidates(ConversionRequest("きょうは"), 3)[0].surface == surface
+        # a reading never chosen as a whole keeps the model's say
+        unlearned = ConversionRequest("きょうはいいてんき")
+        assert fused.candidates(unlearned, 3) == fused._reranked(
+            fused.slots[0], model, unlearned, base.candidates(unlearned, 10), 3)[:3]
+    finally:
+        model.close()

@@ -182,10 +182,20 @@ class FusedConverter:
         try:
             if self.settings.scheme == "verify" and self.aligner is not None:
                 return self._verified(slots[0], request, base)[:n]
-            return self._reranked(slots[0], model, request, base, n)[:n]
+            ranked = self._reranked(slots[0], model, request, base, n)
+            if self._chosen_before(request, base):
+                # the user's last choice for exactly this reading leads, whatever the weights (as
+                # in live conversion and the verify scheme); the base converter puts it first
+                ranked = dedup([base[0], *ranked])
+            return ranked[:n]
         except NeuralError as exc:
             log.warning("model conversion failed: %s", type(exc).__name__)
             return base[:n]
+
+    def _chosen_before(self, request: ConversionRequest, base: Sequence[Candidate]) -> bool:
+        learning = getattr(self.base, "learning", None)
+        return bool(base and base[0].source == LEARNING_SOURCE and learning is not None
+                    and base[0].surface in learning.lookup(request.reading))
 
     def _model_candidates(self, slot: ModelSlot, model, request: ConversionRequest) -> list[Candidate]:
         """The model's greedy and beam outputs for the trailing chunk (earlier chunks keep their
