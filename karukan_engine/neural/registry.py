@@ -226,6 +226,7 @@ def load_model_by_id_or_path(source: str | None = None, options=None, registry: 
     from dataclasses import replace
 
     from karukan_engine.neural.model import Expected, ModelOptions, load_model
+    from karukan_engine.neural.probe import prove_model
 
     resolved = resolve_model(source, registry)
     options = options or ModelOptions()
@@ -235,6 +236,8 @@ def load_model_by_id_or_path(source: str | None = None, options=None, registry: 
     entry = resolved.entry
     expected = Expected(entry.arch, entry.n_vocab) if entry is not None else Expected()
     try:
+        # A child process loads it first: a file that makes llama.cpp abort costs only the child.
+        prove_model(resolved.gguf, overrides)
         return load_model(resolved.gguf, options, tokenizer_path=resolved.tokenizer, expected=expected)
     except NeuralError as exc:
         if entry is None:
