@@ -167,8 +167,10 @@ def test_logit_rows_follow_batch_order_across_sequences(model):
 
 
 _KEYS = st.text(st.characters(min_codepoint=0x61, max_codepoint=0x7A) | st.sampled_from("._"), min_size=1, max_size=40)
-_VALUES = (st.booleans() | st.integers(-2**63, 2**63 - 1) | st.floats(allow_nan=False)
-           | st.text(st.characters(blacklist_characters="\0"), max_size=40))
+# Strings that fit llama.cpp's 128-byte NUL-terminated field: no NUL, under 128 bytes of UTF-8
+# (40 characters of 4 bytes each do not fit: they are refused, see the test below).
+_FITTING_TEXT = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=40).filter(lambda t: len(t.encode()) < 128)
+_VALUES = st.booleans() | st.integers(-2**63, 2**63 - 1) | st.floats(allow_nan=False) | _FITTING_TEXT
 
 
 @settings(max_examples=50, deadline=None)
@@ -191,7 +193,24 @@ def test_kv_override_array_carries_each_value_with_its_type(overrides):
             assert item.value.val_f64 == value
 
 
-@pytest.mark.parametrize("overrides", [{"k" * 128: 1}, {"key": "v" * 128}, {"key": None}, {"key": [1]}, {"key": "a\0b"}])
+@settings(max_examples=50, deadline=None)
+@given(text=st.text(max_size=60))
+def test_a_string_override_is_carried_whole_or_refused(text):
+    """Never cut: a NUL, 128+ UTF-8 bytes (or an empty key, which would end the array) is
+    refused; anything else arrives byte for byte, as a value and as a key."""
+    raw = text.encode()
+    fits = "\0" not in text and len(raw) < 128
+    for overrides, as_key in (({"key": text}, False), ({text: 1}, True)):
+        if not fits or (as_key and not text):
+            with pytest.raises(ModelLoadError):
+                runtime._kv_override_array(overrides)
+            continue
+        item = runtime._kv_override_array(overrides)[0]
+        assert (item.key if as_key else bytes(item.value.val_str).rstrip(b"\0")) == raw
+
+
+@pytest.mark.parametrize("overrides", [{"k" * 128: 1}, {"key": "v" * 128}, {"key": None}, {"key": [1]}, {"key": "a\0b"},
+                                       {"key": "\U0001F600" * 32}, {"a\0b": 1}, {"": 1}, {"key": "\ud800"}])
 def test_kv_overrides_that_do_not_fit_are_refused(overrides):
     with pytest.raises(ModelLoadError):
         runtime._kv_override_array(overrides)

@@ -158,7 +158,9 @@ def _kv_override_array(overrides: Mapping[str, object]):
     lib = llama()
     array = (lib.llama_model_kv_override * (len(overrides) + 1))()
     for item, (key, value) in zip(array, overrides.items()):
-        raw_key = key.encode("utf-8")
+        raw_key = _c_string(key, "override key")
+        if not raw_key:   # an empty key marks the end of llama.cpp's array: the rest would be dropped
+            raise ModelLoadError("empty override key")
         if len(raw_key) >= 128:
             raise ModelLoadError(f"override key too long: {key}")
         item.key = raw_key
@@ -172,17 +174,26 @@ def _kv_override_array(overrides: Mapping[str, object]):
             item.tag = lib.LLAMA_KV_OVERRIDE_TYPE_FLOAT
             item.value.val_f64 = value
         elif isinstance(value, str):
-            raw = value.encode("utf-8")
-            if len(raw) >= 128:   # a 128-byte NUL-terminated field: never cut a value silently
+            raw = _c_string(value, f"override value for {key}")
+            if len(raw) >= 128:   # a 128-byte NUL-terminated field, in UTF-8 bytes: never cut a value
                 raise ModelLoadError(f"override value too long for {key}")
-            if b"\0" in raw:    # ... nor at an embedded NUL
-                raise ModelLoadError(f"override value for {key} holds a NUL character")
             item.tag = lib.LLAMA_KV_OVERRIDE_TYPE_STR
             ctypes.memmove(ctypes.addressof(item.value), raw.ljust(128, b"\0"), 128)
         else:
             raise ModelLoadError(f"unsupported override type for {key}")
     array[-1].key = b"\0"
     return array
+
+
+def _c_string(text: str, what: str) -> bytes:
+    """UTF-8 bytes for a NUL-terminated C field; a NUL inside would silently end the value early."""
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ModelLoadError(f"{what} is not valid text") from None
+    if b"\0" in raw:
+        raise ModelLoadError(f"{what} contains a NUL character")
+    return raw
 
 
 class LlamaModel:
