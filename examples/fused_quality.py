@@ -53,7 +53,8 @@ HELDOUT_SETS = ("wac_test", "chat_heldout")
 NO_CONTEXT = " (no context)"
 GRID = {
     "lattice": (0.0, 0.25, 0.5, 1.0, 2.0, 4.0),
-    "nll": (0.0, 0.5, 1.0, 2.0),
+    "nll": (0.0, 0.25, 0.5, 1.0, 2.0),
+    "nll_total": (0.0, 0.05, 0.1, 0.2, 0.4),
     "unaligned": (0.0, 0.5, 1.0, 2.0, 4.0, 8.0),
 }
 # No say for the model: every candidate scores the same, so the pool keeps the dictionary's order.
@@ -168,8 +169,10 @@ def summary_of(items: Sequence[EvalItem], outputs: Sequence[Sequence[str]]) -> d
 def fit(items: list[EvalItem], evidence: list[list[Evidence]], dictionary: list[list[str]]) -> dict:
     """The best grid point on these rows, and whether it beats the dictionary significantly."""
     best, best_key = NO_MODEL_SAY, (-1.0, -1.0)
-    for lattice, nll, unaligned in itertools.product(GRID["lattice"], GRID["nll"], GRID["unaligned"]):
-        weights = FusionWeights(lattice=lattice, nll=nll, learning=1.0, unaligned=unaligned)
+    for lattice, nll, nll_total, unaligned in itertools.product(
+            GRID["lattice"], GRID["nll"], GRID["nll_total"], GRID["unaligned"]):
+        weights = FusionWeights(lattice=lattice, nll=nll, learning=1.0, unaligned=unaligned,
+                                nll_total=nll_total)
         summary = summary_of(items, [ranked_surfaces(i, e, weights) for i, e in zip(items, evidence)])
         key = (summary["acc1_nfkc"], summary["recall5"])
         if key > best_key:

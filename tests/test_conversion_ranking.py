@@ -23,6 +23,26 @@ def test_model_evidence_can_overturn_the_dictionary_order():
     assert [c.surface for c in rank(items, 5, no_model)] == ["公園に", "講演に"]
 
 
+def test_whole_surface_nll_does_not_favour_the_longer_spelling():
+    # Same total log-probability, spread over 3 or 4 characters: the per-character mean prefers
+    # the longer kana spelling, the whole-surface NLL sees a tie and keeps the dictionary order.
+    items = [ev("今日は", cost=3000, nll=4.0 / 3), ev("きょうは", cost=3000, nll=1.0)]
+    per_char = FusionWeights(lattice=0.0, nll=1.0, unaligned=0.0)
+    total = FusionWeights(lattice=0.0, nll=0.0, nll_total=1.0, unaligned=0.0)
+    assert rank(items, 4, per_char)[0].surface == "きょうは"
+    assert rank(items, 4, total)[0].surface == "今日は"
+    assert fused_score(items[0], 4, total) == pytest.approx(4.0)
+
+
+@given(st.floats(0, 5), st.floats(0, 5), st.text("あいう今日", min_size=1, max_size=6))
+@settings(max_examples=60)
+def test_whole_surface_nll_is_the_mean_times_the_nfkc_length(nll, weight, surface):
+    item = ev(surface, cost=0, nll=nll)
+    base = FusionWeights(lattice=0.0, nll=0.0, unaligned=0.0)
+    assert fused_score(item, 3, replace(base, nll_total=weight)) == pytest.approx(weight * nll * len(surface))
+    assert replace(base, nll_total=weight).uses_model_score == (weight > 0)
+
+
 def test_learning_lifts_a_candidate():
     weights = FusionWeights(learning=2.0)
     items = [ev("箸", cost=3000, nll=2.0), ev("橋", cost=3500, nll=2.0, learning=1.0, source="learning")]

@@ -146,7 +146,7 @@ class FusedConverter:
         weights = self.settings.weights
         model = slot.get()
         nlls = (model.score_many(reading, context, [dictionary_text, model_text])
-                if weights.nll > 0 and model is not None else [None, None])
+                if weights.uses_model_score and model is not None else [None, None])
         evidence = [Evidence(Candidate(text, source=source), self.path_cost(reading, text), nll)
                     for text, source, nll in ((dictionary_text, "dictionary", nlls[0]),
                                               (model_text, MODEL_SOURCE, nlls[1]))]
@@ -156,7 +156,7 @@ class FusedConverter:
         """With no lattice, model or alignment weight the model's text can only tie the
         dictionary's (which then wins): the fitted weights say the model adds nothing live."""
         weights = self.settings.weights
-        return weights.lattice == weights.nll == weights.unaligned == 0
+        return weights.lattice == weights.unaligned == 0 and not weights.uses_model_score
 
     def max_new_for(self, reading: str) -> int:
         """Token budget of one conversion: a surface is rarely longer than its reading."""

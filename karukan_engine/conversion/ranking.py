@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 
 from karukan_engine.conversion.settings import FusionWeights
 from karukan_engine.conversion.types import Candidate
+from karukan_engine.kana import nfkc
 
 VARIANT_SOURCE = "variant"
 
@@ -33,6 +34,9 @@ def fused_score(item: Evidence, reading_chars: int, weights: FusionWeights) -> f
         score += weights.lattice * item.lattice_cost / 1000.0 / max(1, reading_chars)
     if item.nll is not None:
         score += weights.nll * item.nll
+        if weights.nll_total:
+            # Evidence.nll is per NFKC surface character (karukan_engine.neural.nll).
+            score += weights.nll_total * item.nll * max(1, len(nfkc(item.candidate.surface)))
     return score - weights.learning * item.learning
 
 

@@ -21,6 +21,7 @@ class FusionWeights:
 
     score = lattice * (path cost / 1000 per reading char)
           + nll * (model NLL per surface char)
+          + nll_total * (model NLL of the whole surface)
           - learning * (learning score)
           + unaligned  (when the dictionary cannot produce the surface at all)
     """
@@ -29,10 +30,17 @@ class FusionWeights:
     nll: float = 0.5
     learning: float = 1.0
     unaligned: float = 8.0
+    # The whole surface's NLL is log P(surface | reading, context): unlike the per-character
+    # mean it does not favour longer spellings of the same reading (きょうは over 今日は).
+    nll_total: float = 0.0
 
     def __post_init__(self) -> None:
-        if any(v < 0 for v in (self.lattice, self.nll, self.learning, self.unaligned)):
+        if any(v < 0 for v in (self.lattice, self.nll, self.learning, self.unaligned, self.nll_total)):
             raise ValueError("fusion weights must not be negative")
+
+    @property
+    def uses_model_score(self) -> bool:
+        return self.nll > 0 or self.nll_total > 0
 
 
 # Weights fitted for a model by `examples/fused_quality.py --fit` (even rows of the dev sets),
