@@ -104,7 +104,7 @@ def test_edits_by_another_process_are_picked_up(tmp_path):
 import os  # noqa: E402
 
 from karukan_engine.dictionary.storage import has_control_chars  # noqa: E402
-from tests.damage_support import as_unprivileged, aside_copies, shared_tmp  # noqa: E402
+from damage_support import as_unprivileged, aside_copies, shared_tmp  # noqa: E402
 
 CONTROLS = ["\x00", "\x1b", "\x7f", "\x85", "\x1c", "\u2028", "\ud800", "\x08"]
 
