@@ -146,24 +146,6 @@ def test_password_field_passes_keys_through(ibus_desktop):
 def test_a_field_turning_into_a_password_field_gets_the_typed_text_committed(ibus_desktop):
     # Issue 17 item 10: the composition used to vanish from the screen and stay hidden in the
     # session; it is committed (never learned), as a focus change commits it.
-    async def body():
-        app = await ready_app(ibus_desktop)
-        await type_text(app, "kyou")
-        assert app.shown.preedit
-        await app.set_content_type(PURPOSE_PASSWORD)
-        deadline = asyncio.get_running_loop().time() + 30   # a bound against hanging, not a timing check
-        while not app.shown.commits and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.05)
-        assert app.shown.commits and app.shown.preedit == ""
-        assert not await app.tap(ord("a"))                 # a password field: keys pass through
-        app.disconnect()
-
-    run(body())
-
-
-def test_a_field_turning_into_a_password_field_gets_the_typed_text_committed(ibus_desktop):
-    # Issue 17 item 10: the composition used to vanish from the screen and stay hidden in the
-    # session; it is committed (never learned), as a focus change commits it.
     import asyncio
 
     async def body():
