@@ -206,3 +206,23 @@ def test_jsonl_bytes_that_are_not_utf8_get_an_error(tmp_path):
     answers = [json.loads(line) for line in result.stdout.decode().splitlines()]
     assert result.returncode == 0, result.stderr
     assert answers[0]["id"] == 1 and "error" in answers[0] and answers[1]["id"] == 2 and answers[1]["candidates"]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab\r", max_size=12), max_size=8), st.integers(1, 6), st.booleans())
+def test_bounded_lines_yield_short_lines_and_flag_long_ones(lines, limit, final_newline):
+    import io
+
+    from karukan_engine.conversion.convert_cli import _bounded_lines
+
+    text = "\n".join(lines) + ("\n" if final_newline and lines else "")
+    got = list(_bounded_lines(io.StringIO(text), limit))
+    expected = [line for line in io.StringIO(text)]
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        fits = len(e) <= limit + e.endswith("\n")   # the newline may come on top of the limit
+        assert g == e if fits else g is None

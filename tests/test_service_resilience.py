@@ -141,3 +141,13 @@ def test_the_eviction_victim_is_the_oldest_idle_context_of_the_heaviest_client(r
     held = {o: sum(1 for c in contexts if c[1] == o) for o in {c[1] for c in contexts}}
     assert all(held[c[1]] <= held[owner] for c in idle)                      # the heaviest with an idle one
     assert last_used == min(c[2] for c in idle if c[1] == owner)            # its least recently used
+
+
+@given(st.text())
+def test_sendable_always_encodes_and_keeps_what_it_can(text):
+    out = wire.sendable(text)
+    out.encode("utf-8")
+    assert "\x00" not in out and len(out) == len(text)
+    assert all(a == b or b == "\ufffd" for a, b in zip(text, out))
+    if "\x00" not in text and not any("\ud800" <= ch <= "\udfff" for ch in text):
+        assert out == text
