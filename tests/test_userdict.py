@@ -211,3 +211,10 @@ def test_a_file_that_can_be_neither_read_nor_moved_is_never_replaced(tmp_path, m
     assert main(["dict", "add", "すし", "寿司"]) == 1
     assert "not replacing" in capsys.readouterr().err
     assert path.read_bytes() == b"precious\tdata\n"
+
+
+@given(st.text())
+def test_control_characters_are_exactly_the_categories_cc_cs_zl_zp(text):
+    import unicodedata
+
+    assert has_control_chars(text) == any(unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp") for ch in text)

@@ -15,7 +15,6 @@ import re
 import stat
 import threading
 import time
-import unicodedata
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -34,14 +33,15 @@ class UserFileError(OSError):
     """A user file that cannot be read: not a regular file, too large, or an I/O error."""
 
 
-# Characters no word may hold: C0/C1 controls (NUL, TAB, newlines, ESC, DEL...), lone surrogates
-# (not UTF-8, so not sendable over D-Bus) and the line/paragraph separators.
-_BAD_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
+# Characters no word may hold: C0/C1 controls (Unicode category Cc: NUL, TAB, newlines, ESC,
+# DEL, U+0085...), lone surrogates (Cs: not UTF-8, so not sendable over D-Bus) and the line and
+# paragraph separators (Zl, Zp). Exactly those categories, as one character class.
+_BAD_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def has_control_chars(text: str) -> bool:
     """True when text holds a character that must never reach a preedit or a commit."""
-    return any(unicodedata.category(ch) in _BAD_CATEGORIES for ch in text)
+    return _BAD_CHARS.search(text) is not None
 
 
 def data_dir() -> Path:
