@@ -248,3 +248,20 @@ def test_serve_types_with_every_user_file_damaged_at_once(tmp_path):
     learning = where["learning"]
     assert not learning.exists() or "かんじ" not in learning.read_text(encoding="utf-8")   # learning stayed off
     assert aside_copies(learning) and aside_copies(where["user_dictionary"])
+
+
+def test_a_bad_keymap_is_reported_once_per_process_and_to_every_session(tmp_path, caplog):
+    # "one clear message": every context of the service loads the same keymap
+    from karukan_engine.config import Config, InputSettings, SessionSettings
+    from karukan_engine.conversion.plain import PlainConverter
+    from karukan_engine.session.session import Session
+
+    keymap = tmp_path / "keys.toml"
+    keymap.mkdir()
+    config = Config(input=InputSettings(romaji_table=str(tmp_path / "none.tsv")),
+                    session=SessionSettings(keymap=str(keymap)))
+    with caplog.at_level(logging.WARNING):
+        sessions = [Session(PlainConverter(), config) for _ in range(3)]
+    assert all(len(s.load_errors) == 2 for s in sessions)
+    assert len([r for r in caplog.records if "keys.toml" in r.getMessage()]) == 1
+    assert len([r for r in caplog.records if "none.tsv" in r.getMessage()]) == 1

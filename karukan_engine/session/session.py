@@ -41,6 +41,7 @@ from karukan_engine.session.segments import TRANSLITERATION, Conversion
 from karukan_engine.session.view import CandidateItem, CandidatePage, PreeditSpan, PreeditStyle, View
 
 log = logging.getLogger(__name__)
+_REPORTED: set[str] = set()   # keymap / romaji table problems already logged by this process
 
 # GTK / IBus input purposes and hints that concern privacy.
 PURPOSE_PASSWORD = 8
@@ -706,4 +707,6 @@ class Session:
 
     def _load_error(self, message: str) -> None:
         self.load_errors.append(message)
-        log.warning("%s; using the default", message)
+        if message not in _REPORTED:   # every context loads the same files: say it once
+            _REPORTED.add(message)
+            log.warning("%s; using the default", message)
