@@ -9,7 +9,7 @@ pytest.importorskip("llama_cpp")
 
 from karukan_engine.conversion.chunking import chunk_left_context, split_chunks  # noqa: E402
 from karukan_engine.conversion.factory import ConverterOptions, build_converter  # noqa: E402
-from karukan_engine.conversion.fused import FusedConverter, build_fused_converter  # noqa: E402
+from karukan_engine.conversion.fused import LIVE_NBEST, FusedConverter, build_fused_converter  # noqa: E402
 from karukan_engine.conversion.live_service import LiveService  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
 from karukan_engine.conversion.scheduler import Cancelled, JobContext, Priority  # noqa: E402
@@ -86,9 +86,8 @@ def expected_live(fused, model, reading, context=""):
             text = model.greedy(chunk.text, lctx, max_new=fused.max_new_for(chunk.text)).text
             dictionary = fused.base.live(req(chunk.text, lctx))
             if not text or any(not ch.isprintable() or ch == "\ufffd" for ch in text):
-                text = dictionary
-            elif text != dictionary:
-                text = fused._arbitrate(fused.slots[0], chunk.text, lctx, dictionary, text)
+                text = None
+            text = fused._arbitrate(fused.slots[0], chunk.text, lctx, dictionary, text)
         else:
             text = fused.base.live(req(chunk.text, lctx))
         done.append(text)
@@ -106,8 +105,22 @@ def test_live_text_is_the_models_only_where_the_fused_score_prefers_it(base, mod
     slot = fused.slots[0]
     for a, b in (("今日", "京"), ("京", "今日"), ("会議", "かいぎ")):
         reading = "きょう" if a != "会議" else "かいぎ"
-        nll = model.score_many(reading, "", [a, b])
-        assert fused._arbitrate(slot, reading, "", a, b) == (b if nll[1] < nll[0] else a)
+        # The pool: the dictionary's text, the lattice's other spellings, the model's text.
+        others = [c.surface for c in base.candidates(req(reading), LIVE_NBEST) if c.source != "variant"]
+        pool = list(dict.fromkeys([a, *others, b]))
+        assert len(pool) > 2
+        nll = model.score_many(reading, "", pool)
+        best = min(range(len(pool)), key=lambda i: (nll[i], i))
+        assert fused._arbitrate(slot, reading, "", a, b) == pool[best]
+
+
+def test_live_text_weighs_only_the_dictionary_and_model_text_without_a_model_score(base, model, system):
+    no_score = replace(SETTINGS, weights=replace(SETTINGS.weights, lattice=1.0, unaligned=8.0, nll=0.0))
+    fused = FusedConverter(base, [ModelSlot(model, "tiny")], no_score, system)
+    slot = fused.slots[0]
+    assert fused._arbitrate(slot, "きょう", "", "今日", None) == "今日"
+    # 京 has a path in the dictionary but costs more than the dictionary's own text.
+    assert fused._arbitrate(slot, "きょう", "", "今日", "京") == "今日"
     never = FusedConverter(base, [ModelSlot(model, "tiny")], replace(
         SETTINGS, weights=replace(SETTINGS.weights, lattice=0.0, unaligned=0.0, nll=0.0)), system)
     assert never.model_never_wins() and never.live_refined(req("きょう")) is None

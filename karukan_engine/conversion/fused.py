@@ -27,7 +27,7 @@ from karukan_engine.conversion.chunking import chunk_left_context, split_chunks
 from karukan_engine.conversion.deadline import BudgetChooser, Option, StageTimings
 from karukan_engine.conversion.live import ChunkedLive
 from karukan_engine.conversion.model_slot import ModelSlot
-from karukan_engine.conversion.ranking import Evidence, dedup, rank
+from karukan_engine.conversion.ranking import VARIANT_SOURCE, Evidence, dedup, rank
 from karukan_engine.conversion.scheduler import JobContext
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import suggestions
@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 MODEL_SOURCE = "model"
 LEARNING_SOURCE = "learning"
 ALIGNMENT_CACHE = 4096
+# Spellings of a chunk from the lattice that the model weighs in live conversion.
+LIVE_NBEST = 5
 # Whole-reading candidates cut into each segment's alternatives (each costs one alignment).
 OTHER_CANDIDATES_SPLIT = 5
 
@@ -131,25 +133,36 @@ class FusedConverter:
             return learned
         started = time.perf_counter()
         generation = slot.greedy(reading, context, self.max_new_for(reading), owner, should_stop)
+        dictionary_text = self._dictionary_chunk(reading, context)
+        model_text = generation.text if generation is not None and _presentable(generation.text) else None
+        text = self._arbitrate(slot, reading, context, dictionary_text, model_text)
         if not slot.last_call_atypical():
             # Per call: with the KV cache and the draft, a key costs about the same at any length.
             self.timings.observe(self.greedy_stage(slot), time.perf_counter() - started)
-        dictionary_text = self._dictionary_chunk(reading, context)
-        if generation is None or not _presentable(generation.text) or generation.text == dictionary_text:
-            return dictionary_text
-        return self._arbitrate(slot, reading, context, dictionary_text, generation.text)
+        return text
 
     def _arbitrate(self, slot: ModelSlot, reading: str, context: str, dictionary_text: str,
-                   model_text: str) -> str:
-        """The live text of a chunk: the model's only where the fused score prefers it (the same
-        weights as explicit conversion), so a weak model cannot put nonsense in the preedit."""
+                   model_text: str | None) -> str:
+        """The live text of a chunk: the fused score's choice among the dictionary's text, the
+        lattice's other spellings of the chunk (homophones: 機会/機械) and the model's text, with
+        the same weights as explicit conversion, so a weak model cannot put nonsense in the
+        preedit. Without a model score only the dictionary's text and the model's compete."""
         weights = self.settings.weights
         model = slot.get()
-        nlls = (model.score_many(reading, context, [dictionary_text, model_text])
-                if weights.uses_model_score and model is not None else [None, None])
-        evidence = [Evidence(Candidate(text, source=source), self.path_cost(reading, text), nll)
-                    for text, source, nll in ((dictionary_text, "dictionary", nlls[0]),
-                                              (model_text, MODEL_SOURCE, nlls[1]))]
+        pool = [dictionary_text]
+        if weights.uses_model_score and model is not None:
+            others = self.base.candidates(ConversionRequest(reading, context), LIVE_NBEST)
+            pool += [c.surface for c in others if c.source != VARIANT_SOURCE]
+        if model_text is not None:
+            pool.append(model_text)
+        pool = list(dict.fromkeys(text for text in pool if text))
+        if len(pool) == 1:
+            return dictionary_text
+        nlls = (model.score_many(reading, context, pool) if weights.uses_model_score and model is not None
+                else [None] * len(pool))
+        evidence = [Evidence(Candidate(text, source=MODEL_SOURCE if text == model_text else "dictionary"),
+                             self.path_cost(reading, text), nll)
+                    for text, nll in zip(pool, nlls)]
         return rank(evidence, len(reading), weights)[0].surface
 
     def model_never_wins(self) -> bool:
