@@ -124,4 +124,3 @@ def test_the_ibus_engine_commits_the_text_when_the_field_becomes_a_password_fiel
         run(body())
     finally:
         core.close()
-
