@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any, Callable, Hashable, Iterable
 
+from ime_frontend.fair import FairExecutor
 from karukan_engine.config import Config, ConfigError
 from karukan_engine.conversion.live_service import LiveService
 from karukan_engine.conversion.types import Converter
@@ -38,7 +39,7 @@ LISTENER_SETTER = "set_view_listener"
 class ContextHost:
     """One input context: a Session plus ordering, off-loop execution and late-view delivery."""
 
-    def __init__(self, session: Session, executor: ThreadPoolExecutor, loop: asyncio.AbstractEventLoop,
+    def __init__(self, session: Session, executor: Executor, loop: asyncio.AbstractEventLoop,
                  on_update: ViewListener | None = None, live: LiveService | None = None) -> None:
         self._session = session
         self._executor = executor
@@ -193,7 +194,8 @@ class EngineCore:
     def __init__(self, converter: Converter, workers: int = 1, config: Config | None = None) -> None:
         self.converter = converter
         self.config = config
-        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="karukan-session")
+        # Clients take turns on the workers (ime_frontend.fair): a flood from one cannot starve others.
+        self.executor = FairExecutor(workers, thread_name_prefix="karukan-session")
         self.live = LiveService(converter)   # one scheduler for every context of the process
 
     def new_context(self, loop: asyncio.AbstractEventLoop, on_update: ViewListener | None = None) -> ContextHost:

@@ -29,6 +29,7 @@ from dbus_fast.constants import NameFlag, RequestNameReply
 from ime_frontend import wire
 from ime_frontend.bus import MessageBus, unexpected_loss
 from ime_frontend.contexts import ContextHost, EngineCore, eviction_victim
+from ime_frontend.fair import CLIENT
 from karukan_engine.session.view import View
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,7 @@ class EngineService:
         return True
 
     async def _answer(self, msg: Message, spec: MethodSpec) -> None:
+        CLIENT.set(msg.sender or "")   # this call's task only: its session work queues in the caller's lane
         try:
             body = await spec.handler(self, msg.sender or "", list(msg.body))
             reply = Message.new_method_return(msg, spec.out_sig, body)
