@@ -285,9 +285,10 @@ def test_any_damage_starts_an_empty_store_and_keeps_the_file(tmp_path, raw):
 
 def test_bad_entries_are_skipped_and_the_original_kept(tmp_path):
     path = tmp_path / "l.json"
-    raw = json.dumps({"format": 1, "tick": 5, "entries": [
-        ["きしゃ", "記者", 3, 4], ["かんじ", "漢字", 1e300, 1], ["あ", "亜\u0000", 1, 2], ["お", "尾", 1, float("nan")], ["い", "伊", True, 1],
-        ["う", "宇", 2, -1], ["え"], "x"]}, ensure_ascii=False).replace("1e+300", "1e400").encode()
+    entries = [["きしゃ", "記者", 3, 4], ["かんじ", "漢字", 1e300, 1], ["あ", "亜\u0000", 1, 2],
+               ["お", "尾", 1, float("nan")], ["い", "伊", True, 1], ["う", "宇", 2, -1], ["え"], "x"]
+    text = json.dumps({"format": 1, "tick": 5, "entries": entries}, ensure_ascii=False)
+    raw = text.replace("1e+300", "1e400").encode()   # 1e400: a float too large for any int
     path.write_bytes(raw)
     store = LearningStore(path, save_delay=None)
     assert len(store) == 1 and store.lookup("きしゃ") == ["記者"]
@@ -302,8 +303,8 @@ def test_an_unreadable_file_is_never_overwritten():
 
 def _unreadable_is_set_aside(tmp_path):
     path = tmp_path / "l.json"
-    raw = json.dumps({"format": 1, "tick": 100, "entries": [["きしゃ", "記者", 50, 99], ["かんじ", "漢字", 50, 100]]},
-                     ensure_ascii=False).encode()
+    entries = [["きしゃ", "記者", 50, 99], ["かんじ", "漢字", 50, 100]]
+    raw = json.dumps({"format": 1, "tick": 100, "entries": entries}, ensure_ascii=False).encode()
     path.write_bytes(raw)
     os.chmod(path, 0)
     result = as_unprivileged("""
@@ -413,13 +414,15 @@ def test_temporary_files_of_dead_writers_are_removed(tmp_path):
     assert mine_live.exists() and other_live.exists() and unrelated.exists()
 
 
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=20)
+
+
 @settings(max_examples=60, deadline=None)
 @given(raw=st.one_of(st.binary(max_size=200),
-                     st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
-                                  lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner,
-                                                                                             max_size=3),
-                                  max_leaves=20).map(lambda v: json.dumps({"format": 1, "tick": 1, "entries": v})
-                                                     .encode())))
+                     _json_values.map(lambda v: json.dumps({"format": 1, "tick": 1, "entries": v}).encode())))
 def test_whatever_the_file_holds_the_store_starts_and_nothing_is_lost(tmp_path_factory, raw):
     path = tmp_path_factory.mktemp("damage") / "l.json"
     path.write_bytes(raw)
