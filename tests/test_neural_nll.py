@@ -46,6 +46,15 @@ def test_batched_equals_single(model):
     assert len(set(np.round(batched, 3))) > 3  # scores really differ between candidates
 
 
+def test_batched_equals_single_without_eos(model):
+    scorer = model.scorer()
+    batched = scorer.score_many("かんじ", "漢字の", SURFACES, with_eos=False)
+    single = [scorer.score("かんじ", "漢字の", s, with_eos=False) for s in SURFACES]
+    assert np.allclose(batched, single, atol=1e-4)
+    assert batched[SURFACES.index("")] == 0.0
+    assert not np.allclose(batched, scorer.score_many("かんじ", "漢字の", SURFACES), atol=1e-3)  # EOS counts
+
+
 def test_batched_handles_more_candidates_than_sequences(model):
     surfaces = [chr(0x4E00 + i) + "字" for i in range(300)]  # > 255 sequences: several rounds
     scorer = model.scorer()

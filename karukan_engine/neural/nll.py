@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from karukan_engine.neural.logprob import log_softmax_rows
+from karukan_engine.neural.logprob import log_normalizers, log_softmax_rows
 from karukan_engine.neural.runtime import LLAMA_MAX_SEQ, ContextSize, GrowingContext, LlamaContext, LlamaModel
 
 MAX_SCORE_BATCH = 512
@@ -88,25 +88,38 @@ class NllScorer:
 
     def _score_round(self, ctx: LlamaContext, base: int, first: np.ndarray, index: list[int], surfaces, n_chars, with_eos: bool, scores: list[float]) -> None:
         # Candidate i of this round lives in sequence i + 1, sharing the prompt cells of seq 0.
+        # Each decoded row is needed only at the token it predicts (the candidate's next token,
+        # or EOS after its last), so only that log p is kept: logit - log normaliser, the very
+        # number log_softmax_rows gives there, without a float64 copy of every row.
         entries: list[tuple[int, int, int]] = []  # (token, position, seq)
+        predicts: list[int] = []  # the target each entry's row predicts (-1: none)
         for seq, i in enumerate(index, start=1):
             ids = surfaces[i]
             if ids:
                 ctx.seq_cp(0, seq)
+            targets = self._targets(ids, with_eos)
             entries += [(tok, base + p, seq) for p, tok in enumerate(ids)]
-        rows = np.empty((len(entries), self._model.n_vocab), dtype=np.float64)
+            predicts += [targets[p + 1] if p + 1 < len(targets) else -1 for p in range(len(ids))]
+        picked = np.zeros(len(entries), dtype=np.float64)
         step = ctx.size.n_batch
         for s in range(0, len(entries), step):
             chunk = entries[s : s + step]
             out = ctx.decode([e[0] for e in chunk], [e[1] for e in chunk], [e[2] for e in chunk], [True] * len(chunk))
-            rows[s : s + len(chunk)] = log_softmax_rows(out)
+            want = np.asarray(predicts[s : s + len(chunk)])
+            rows = np.flatnonzero(want >= 0)
+            if len(rows):
+                logits = out[rows]
+                picked[s + rows] = logits[np.arange(len(rows)), want[rows]].astype(np.float64) - log_normalizers(logits)[:, 0]
         offset = 0
         for seq, i in enumerate(index, start=1):
             ids = list(surfaces[i])
             targets = self._targets(ids, with_eos)
-            # Row predicting targets[0] is the prompt's last; then each candidate token's row.
-            dists = np.vstack([first[None, :], rows[offset : offset + len(ids)]])[: len(targets)]
-            scores[i] = nll_per_char(dists, targets, n_chars[i]) if targets else 0.0
+            if targets:
+                # the prompt's last row predicts targets[0]; then each candidate token's row
+                total = first[targets[0]] + picked[offset : offset + len(targets) - 1].sum()
+                scores[i] = float(-total / max(1, n_chars[i]))
+            else:
+                scores[i] = 0.0
             offset += len(ids)
             ctx.seq_rm(seq)
 
