@@ -363,6 +363,10 @@ def run_serve(args) -> int:
     def ready(_service: EngineService) -> None:
         print("READY", flush=True)  # for supervisors and tests that start the service by hand
 
+    # Tests only: a cold start that lasts until this file exists (keys typed meanwhile are held).
+    import os, time
+    while os.environ.get("KARUKAN_TEST_START_GATE") and not os.path.exists(os.environ["KARUKAN_TEST_START_GATE"]):
+        time.sleep(0.05)
     return asyncio.run(serve(lambda: build_core(not args.no_model, args.model), args.address, args.replace, ready))
 
 

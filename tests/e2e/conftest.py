@@ -49,5 +49,5 @@ def fcitx5_desktop(desktop):
     # Builds the addon with CMake and installs it (and the D-Bus activation file) into this HOME.
     karukan(desktop, "install", "--user", "--no-ibus", "--no-model")
     desktop.start_fcitx5(["keyboard-us", "karukan"], ["dbus", "dbusfrontend", "keyboard", "karukan"],
-                         extra_env={"KARUKAN_FCITX5_TIMEOUT_MS": "300"})
+                         extra_env={"KARUKAN_FCITX5_TIMEOUT_MS": "300", "KARUKAN_FCITX5_STARTUP_MS": "120000"})
     return desktop

@@ -1,14 +1,20 @@
 // Karukan fcitx5 addon: an input method engine that forwards every key to the Karukan engine
 // service (org.karukan.Engine1 on the session bus) and renders the view it answers with.
 //
-// Calls are synchronous with a short timeout so keys stay in order; when the service is missing,
-// slow or restarting, the key passes through to the application and the input context is
-// re-created on the next key (a ServiceWatcher notices restarts). Password fields never reach
-// the service. Nothing typed is logged.
+// Calls are synchronous with a short timeout so keys stay in order. The service is asked to start
+// (D-Bus activation) as soon as fcitx5 loads the addon, and whenever it is found missing; while it
+// starts, keys and focus changes are held in order (the application is told they are handled) and
+// replayed once it answers, so nothing typed meanwhile is lost or reaches the application as raw
+// romaji. If it does not start within the startup budget, the held keys are forwarded to the
+// application unchanged. A service that is up but slow still costs at most one timeout per key,
+// after which keys pass through for a while; a ServiceWatcher notices restarts, and the input
+// context is re-created on the next key. Password fields never reach the service. Nothing typed
+// is logged.
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -20,6 +26,7 @@
 #include <fcitx-utils/dbus/matchrule.h>
 #include <fcitx-utils/dbus/message.h>
 #include <fcitx-utils/dbus/servicewatcher.h>
+#include <fcitx-utils/event.h>
 #include <fcitx-utils/log.h>
 #include <fcitx-utils/trackableobject.h>
 #include <fcitx/addonfactory.h>
@@ -47,6 +54,11 @@ constexpr char kPath[] = "/org/karukan/Engine";
 constexpr char kInterface[] = "org.karukan.Engine1";
 constexpr uint64_t kDefaultTimeoutUs = 250000;  // a key must never hang the application long
 constexpr auto kBackoff = std::chrono::seconds(2);  // after a timeout, pass keys through this long
+// How long keys typed while the engine service starts are held before they go to the application
+// raw. The service answers in about 0.4 s on a desktop (it loads the dictionary before it takes
+// its bus name); the budget leaves room for a busy machine at login.
+constexpr uint64_t kDefaultStartupUs = 5000000;
+constexpr size_t kMaxHeld = 4096;  // held events beyond this go to the application at once
 
 // Wire form of a view; see ime_frontend/wire.py.
 using Span = fcitx::dbus::DBusStruct<std::string, uint32_t>;
@@ -64,6 +76,18 @@ uint64_t callTimeoutUs() {
         }
     }
     return kDefaultTimeoutUs;
+}
+
+uint64_t startupBudgetUs() {
+    // KARUKAN_FCITX5_STARTUP_MS: how long keys wait for a starting engine service.
+    if (const char *env = std::getenv("KARUKAN_FCITX5_STARTUP_MS")) {
+        char *end = nullptr;
+        long ms = std::strtol(env, &end, 10);
+        if (end != env && ms > 0 && ms <= 600000) {
+            return static_cast<uint64_t>(ms) * 1000;
+        }
+    }
+    return kDefaultStartupUs;
 }
 
 // Byte offset of the first `chars` UTF-8 characters of text.
@@ -108,6 +132,15 @@ private:
     int index_;
 };
 
+// Something typed (or a focus change) while the engine service was starting, replayed in order.
+struct HeldEvent {
+    enum class Kind { Key, FocusIn, FocusOut, Reset };
+    Kind kind;
+    TrackableObjectReference<InputContext> ic;
+    Key key;
+    bool release = false;
+};
+
 class KarukanEngine final : public InputMethodEngineV2 {
     Instance *instance_;
 
@@ -116,22 +149,28 @@ public:
     FCITX_ADDON_DEPENDENCY_LOADER(dbus, instance_->addonManager());
 
     explicit KarukanEngine(Instance *instance)
-        : instance_(instance), timeoutUs_(callTimeoutUs()),
+        : instance_(instance), timeoutUs_(callTimeoutUs()), startupUs_(startupBudgetUs()),
           factory_([this](InputContext &ic) { return new KarukanState(this, &ic); }) {
         instance_->inputContextManager().registerProperty("karukanState", &factory_);
         bus_ = dbus()->call<IDBusModule::bus>();
         watcher_ = std::make_unique<dbus::ServiceWatcher>(*bus_);
         watcherEntry_ = watcher_->watchService(
-            kService, [this](const std::string &, const std::string &, const std::string &) {
-                // The service started, stopped or was replaced: every context id is stale.
-                ++generation_;
-                contexts_.clear();
+            kService, [this](const std::string &, const std::string &, const std::string &newOwner) {
+                onOwnerChanged(newOwner);
             });
         updates_ = bus_->addMatch(dbus::MatchRule("", kPath, kInterface, "ViewUpdated"),
                                   [this](dbus::Message &msg) {
                                       onViewUpdated(msg);
                                       return true;
                                   });
+        replayEvent_ = instance_->eventLoop().addDeferEvent([this](EventSource *) {
+            replay();
+            return true;
+        });
+        replayEvent_->setEnabled(false);
+        // fcitx5 loads the addon at startup (it preloads the group's input method) or on first
+        // use: start the engine service now, so that it is up before the first key.
+        startService();
     }
 
     void keyEvent(const InputMethodEntry &, KeyEvent &event) override {
@@ -139,39 +178,48 @@ public:
         if (ic->capabilityFlags().testAny(CapabilityFlag::PasswordOrSensitive)) {
             return;  // pass through, never seen by the engine
         }
-        auto *state = ensureContext(ic);
-        if (!state) {
-            return;
-        }
-        auto msg = call("ProcessKey");
-        msg << state->id << static_cast<uint32_t>(event.rawKey().sym()) << static_cast<uint32_t>(event.rawKey().code())
-            << static_cast<uint32_t>(event.rawKey().states()) << event.isRelease();
-        WireView view;
-        if (!finish(ic, msg, state, view)) {
-            return;
-        }
-        apply(ic, view);
-        if (std::get<0>(view.data())) {
+        if (mustHold()) {
+            hold(HeldEvent::Kind::Key, ic, event.rawKey(), event.isRelease());
             event.filterAndAccept();
+            return;
+        }
+        WireView view;
+        switch (sendKey(ic, event.rawKey(), event.isRelease(), view)) {
+        case Outcome::Answered:
+            apply(ic, view);
+            if (std::get<0>(view.data())) {
+                event.filterAndAccept();
+            }
+            return;
+        case Outcome::ServiceMissing:  // it went away: start it again and keep this key for it
+            startService();
+            if (starting_) {
+                hold(HeldEvent::Kind::Key, ic, event.rawKey(), event.isRelease());
+                event.filterAndAccept();
+            }
+            return;
+        case Outcome::Failed:
+            return;  // slow or broken: the application gets the key
         }
     }
 
     void activate(const InputMethodEntry &, InputContextEvent &event) override {
-        simpleCall(event.inputContext(), "FocusIn", true);
+        focusEvent(HeldEvent::Kind::FocusIn, event.inputContext(), "FocusIn", true);
     }
 
     void deactivate(const InputMethodEntry &, InputContextEvent &event) override {
         auto *ic = event.inputContext();
         // On focus out fcitx5 (or the client, with ClientUnfocusCommit) already commits a client-side
-        // preedit; committing the engine's copy too would insert it twice.
+        // preedit; committing the engine's copy too would insert it twice. (While the service
+        // starts nothing is shown, so a held focus-out commits the engine's text on replay.)
         const bool committedByFcitx =
             event.type() == EventType::InputContextFocusOut && ic->capabilityFlags().test(CapabilityFlag::Preedit);
-        simpleCall(ic, "FocusOut", !committedByFcitx);
+        focusEvent(HeldEvent::Kind::FocusOut, ic, "FocusOut", !committedByFcitx);
         clearPanel(ic);
     }
 
     void reset(const InputMethodEntry &, InputContextEvent &event) override {
-        simpleCall(event.inputContext(), "Reset", false);
+        focusEvent(HeldEvent::Kind::Reset, event.inputContext(), "Reset", false);
     }
 
     void selectCandidate(InputContext *ic, int index) {
@@ -182,7 +230,7 @@ public:
         auto msg = call("SelectCandidate");
         msg << state->id << static_cast<uint32_t>(index);
         WireView view;
-        if (finish(ic, msg, state, view)) {
+        if (finish(ic, msg, state, view) == Outcome::Answered) {
             apply(ic, view);
         }
     }
@@ -198,10 +246,183 @@ public:
     }
 
 private:
+    enum class Outcome { Answered, ServiceMissing, Failed };
+
     dbus::Message call(const char *method) { return bus_->createMethodCall(kService, kPath, kInterface, method); }
 
-    KarukanState *ensureContext(InputContext *ic) {
+    dbus::Message busCall(const char *method) {
+        return bus_->createMethodCall("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method);
+    }
+
+    // --- starting the service and holding keys meanwhile ---------------------------------------
+
+    // Hold this event? True while a start is in flight; a service known to be missing is started.
+    bool mustHold() {
+        if (!held_.empty()) {
+            return true;  // not replayed yet: later events queue behind, so the order is kept
+        }
+        if (!starting_ && !serviceUp_ && available()) {
+            startService();
+        }
+        return starting_;
+    }
+
+    // Ask the bus to start the engine service (D-Bus activation; through systemd where the unit
+    // is installed). The reply comes once the service owns its name, which it takes only when
+    // it can answer, or with an error (not activatable, failed, or not within the budget).
+    void startService() {
+        if (starting_) {
+            return;
+        }
+        starting_ = true;
+        auto msg = busCall("StartServiceByName");
+        msg << std::string(kService) << static_cast<uint32_t>(0);
+        // The slot of an answered start is replaced here, never inside its own callback.
+        startCall_ = msg.callAsync(startupUs_, [this](dbus::Message &reply) {
+            onStartReply(reply);
+            return true;
+        });
+        if (!startCall_) {
+            starting_ = false;
+        }
+    }
+
+    void onStartReply(dbus::Message &reply) {
+        starting_ = false;
+        if (reply.isError()) {
+            KARUKAN_WARN() << "engine service did not start (" << reply.errorName() << "); keys pass through";
+            backoffUntil_ = std::chrono::steady_clock::now() + kBackoff;
+        } else {
+            learnOwner();
+        }
+        scheduleReplay();
+    }
+
+    // Who owns the service name now (a synchronous call to the bus daemon, which answers at once).
+    void learnOwner() {
+        auto msg = busCall("GetNameOwner");
+        msg << std::string(kService);
+        auto reply = msg.call(timeoutUs_);
+        std::string owner;
+        if (!reply.isError() && (reply >> owner)) {
+            onOwnerChanged(owner);
+        }
+    }
+
+    void onOwnerChanged(const std::string &newOwner) {
+        if (newOwner == owner_) {
+            return;  // already known (a start reply and the watcher both report a new owner)
+        }
+        // The service started, stopped or was replaced: every context id is stale.
+        owner_ = newOwner;
+        serviceUp_ = !newOwner.empty();
+        ++generation_;
+        contexts_.clear();
+        if (serviceUp_ && !held_.empty()) {
+            scheduleReplay();
+        }
+    }
+
+    void hold(HeldEvent::Kind kind, InputContext *ic, const Key &key = Key(), bool release = false) {
+        if (held_.size() >= kMaxHeld) {
+            if (kind == HeldEvent::Kind::Key) {
+                ic->forwardKey(key, release);
+            }
+            return;
+        }
+        held_.push_back(HeldEvent{kind, ic->watch(), key, release});
+        if (!starting_) {
+            scheduleReplay();
+        }
+    }
+
+    // Replay from the event loop, not from inside a D-Bus callback.
+    void scheduleReplay() {
+        if (!held_.empty()) {
+            replayEvent_->setOneShot();
+        }
+    }
+
+    // Send the held events in order; keys the engine does not handle (and all of them, when the
+    // service is not there) go to the application as they were typed.
+    void replay() {
+        if (starting_) {
+            return;  // the start reply replays
+        }
+        bool up = serviceUp_;
+        while (!held_.empty()) {
+            HeldEvent held = std::move(held_.front());
+            held_.pop_front();
+            if (!held.ic.isValid()) {
+                continue;
+            }
+            auto *ic = held.ic.get();
+            const bool password = ic->capabilityFlags().testAny(CapabilityFlag::PasswordOrSensitive);
+            if (held.kind != HeldEvent::Kind::Key) {
+                if (up && !password) {
+                    const char *method = held.kind == HeldEvent::Kind::FocusIn    ? "FocusIn"
+                                         : held.kind == HeldEvent::Kind::FocusOut ? "FocusOut"
+                                                                                  : "Reset";
+                    up = simpleCall(ic, method, held.kind != HeldEvent::Kind::Reset) != Outcome::ServiceMissing;
+                }
+                continue;
+            }
+            if (up && !password) {
+                WireView view;
+                switch (sendKey(ic, held.key, held.release, view)) {
+                case Outcome::Answered:
+                    apply(ic, view);
+                    if (std::get<0>(view.data())) {
+                        continue;
+                    }
+                    break;
+                case Outcome::ServiceMissing:
+                    up = false;
+                    break;
+                case Outcome::Failed:
+                    break;
+                }
+            }
+            ic->forwardKey(held.key, held.release);
+        }
+    }
+
+    // --- calls -----------------------------------------------------------------------------------
+
+    void focusEvent(HeldEvent::Kind kind, InputContext *ic, const char *method, bool commit) {
+        if (ic->capabilityFlags().testAny(CapabilityFlag::PasswordOrSensitive)) {
+            return;
+        }
+        if (mustHold()) {
+            // Held with the commit a focus-out needs on replay (nothing was shown meanwhile).
+            hold(kind, ic);
+            return;
+        }
+        if (simpleCall(ic, method, commit) == Outcome::ServiceMissing) {
+            startService();
+            if (starting_) {
+                hold(kind, ic);
+            }
+        }
+    }
+
+    Outcome sendKey(InputContext *ic, const Key &key, bool release, WireView &view) {
+        Outcome created = Outcome::Answered;
+        auto *state = ensureContext(ic, &created);
+        if (!state) {
+            return created;
+        }
+        auto msg = call("ProcessKey");
+        msg << state->id << static_cast<uint32_t>(key.sym()) << static_cast<uint32_t>(key.code())
+            << static_cast<uint32_t>(key.states()) << release;
+        return finish(ic, msg, state, view);
+    }
+
+    KarukanState *ensureContext(InputContext *ic, Outcome *outcome = nullptr) {
         if (!available()) {
+            if (outcome) {
+                *outcome = Outcome::Failed;
+            }
             return nullptr;
         }
         auto *state = ic->propertyFor(&factory_);
@@ -213,7 +434,10 @@ private:
         auto reply = timedCall(msg);
         uint32_t id = 0;
         if (reply.isError() || !(reply >> id) || id == 0) {
-            KARUKAN_WARN() << "engine service unavailable (" << reply.errorName() << "); keys pass through";
+            KARUKAN_WARN() << "engine service unavailable (" << reply.errorName() << ")";
+            if (outcome) {
+                *outcome = lastCallMissing_ ? Outcome::ServiceMissing : Outcome::Failed;
+            }
             return nullptr;
         }
         state->id = id;
@@ -224,46 +448,67 @@ private:
 
     // Send a prepared call. On any failure the context is dropped (the next key starts a fresh
     // one) and the panel cleared: keys that passed through meanwhile made the old composition moot.
-    bool finish(InputContext *ic, dbus::Message &msg, KarukanState *state, WireView &view) {
+    Outcome finish(InputContext *ic, dbus::Message &msg, KarukanState *state, WireView &view) {
         auto reply = timedCall(msg);
         if (reply.isError() || !(reply >> view)) {
             KARUKAN_WARN() << "engine call failed: " << reply.errorName();
             destroyContext(state->id, state->generation);
             state->id = 0;
             clearPanel(ic);
-            return false;
+            return lastCallMissing_ ? Outcome::ServiceMissing : Outcome::Failed;
         }
-        return true;
+        return Outcome::Answered;
     }
 
     bool available() const { return std::chrono::steady_clock::now() >= backoffUntil_; }
+
+    bool nameHasOwner() {
+        auto msg = busCall("NameHasOwner");
+        msg << std::string(kService);
+        auto reply = msg.call(timeoutUs_);
+        bool owned = true;  // when even the bus does not answer, treat the service as slow
+        if (!reply.isError()) {
+            reply >> owned;
+        }
+        return owned;
+    }
 
     dbus::Message timedCall(dbus::Message &msg) {
         const auto start = std::chrono::steady_clock::now();
         auto reply = msg.call(timeoutUs_);
         const auto waited = std::chrono::steady_clock::now() - start;
-        if (reply.isError() && waited >= std::chrono::microseconds(timeoutUs_ * 9 / 10)) {
-            // No answer in time: stop asking for a while so the application stays fluid.
-            backoffUntil_ = std::chrono::steady_clock::now() + kBackoff;
-            KARUKAN_WARN() << "engine service did not answer in time; keys pass through for a while";
+        lastCallMissing_ = false;
+        if (reply.isError()) {
+            // Gone (killed, crashed, stopped) or just being started by this very call: the key is
+            // held for the restarted service. Owned but silent: it is slow.
+            if (!nameHasOwner()) {
+                lastCallMissing_ = true;
+                serviceUp_ = false;
+                return reply;
+            }
+            if (waited >= std::chrono::microseconds(timeoutUs_ * 9 / 10)) {
+                // No answer in time: stop asking for a while so the application stays fluid.
+                backoffUntil_ = std::chrono::steady_clock::now() + kBackoff;
+                KARUKAN_WARN() << "engine service did not answer in time; keys pass through for a while";
+            }
         }
         return reply;
     }
 
-    void simpleCall(InputContext *ic, const char *method, bool commit) {
-        if (ic->capabilityFlags().testAny(CapabilityFlag::PasswordOrSensitive)) {
-            return;
-        }
-        auto *state = ensureContext(ic);
+    Outcome simpleCall(InputContext *ic, const char *method, bool commit) {
+        Outcome created = Outcome::Answered;
+        auto *state = ensureContext(ic, &created);
         if (!state) {
-            return;
+            return created;
         }
         auto msg = call(method);
         msg << state->id;
         WireView view;
-        if (finish(ic, msg, state, view)) {
+        Outcome outcome = finish(ic, msg, state, view);
+        if (outcome == Outcome::Answered) {
             apply(ic, view, commit);
         }
+        return outcome;
     }
 
     void onViewUpdated(dbus::Message &msg) {
@@ -335,11 +580,19 @@ private:
     }
 
     uint64_t timeoutUs_;
+    uint64_t startupUs_;
     FactoryFor<KarukanState> factory_;
     dbus::Bus *bus_ = nullptr;
     std::unique_ptr<dbus::ServiceWatcher> watcher_;
     std::unique_ptr<dbus::ServiceWatcherEntry> watcherEntry_;
     std::unique_ptr<dbus::Slot> updates_;
+    std::unique_ptr<dbus::Slot> startCall_;
+    std::unique_ptr<EventSource> replayEvent_;
+    std::deque<HeldEvent> held_;
+    std::string owner_;          // the service's unique name on the bus; empty while it is not there
+    bool serviceUp_ = false;
+    bool starting_ = false;      // a StartServiceByName is in flight: events are held
+    bool lastCallMissing_ = false;
     uint64_t generation_ = 1;
     std::chrono::steady_clock::time_point backoffUntil_{};
     std::unordered_map<uint32_t, TrackableObjectReference<InputContext>> contexts_;
