@@ -222,7 +222,9 @@ class LearningStore:
         try:
             tick, uses, skipped = parse_payload(raw)
         except Exception as exc:   # any damage: syntax, NaN/1e400, nesting (RecursionError), memory
-            if set_aside(self.path, type(exc).__name__) is None:
+            # our own messages and JSON's (positions only) quote nothing from the file
+            why = str(exc) if isinstance(exc, (LearningFormatError, json.JSONDecodeError)) else type(exc).__name__
+            if set_aside(self.path, why) is None:
                 self._read_only = True
             return
         if skipped and keep_copy(self.path, raw, f"{skipped} bad entries") is None:
@@ -237,15 +239,19 @@ class LearningStore:
 MAX_FIELD_CHARS = 256
 
 
+class LearningFormatError(ValueError):
+    """The learning file parses but is not a learning history (the message quotes nothing)."""
+
+
 def parse_payload(raw: bytes) -> tuple[int, dict[tuple[str, str], _Use], int]:
     """(tick, uses, entries skipped) of a learning file; ValueError etc. when the file as a whole
     is unusable. Entries that are not [reading, surface, count >= 1, last >= 0] are skipped."""
     payload = json.loads(raw.decode("utf-8"))   # NaN, Infinity, 1e400 come as floats: never counts
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise ValueError("unknown format")
+        raise LearningFormatError("not a format 1 learning history")
     tick, entries = payload.get("tick"), payload.get("entries")
     if type(tick) is not int or tick < 0 or not isinstance(entries, list):
-        raise ValueError("bad header")
+        raise LearningFormatError("its tick or entries are not usable")
     uses: dict[tuple[str, str], _Use] = {}
     skipped = 0
     for entry in entries:
