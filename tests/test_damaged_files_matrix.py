@@ -265,3 +265,25 @@ def test_a_bad_keymap_is_reported_once_per_process_and_to_every_session(tmp_path
     assert all(len(s.load_errors) == 2 for s in sessions)
     assert len([r for r in caplog.records if "keys.toml" in r.getMessage()]) == 1
     assert len([r for r in caplog.records if "none.tsv" in r.getMessage()]) == 1
+
+
+@pytest.mark.parametrize("name", SYSTEM_FILES)
+def test_unreadable_system_dictionary_file(built, name):
+    with shared_tmp() as tmp:
+        directory = tmp / "dictionary"
+        shutil.copytree(built, directory)
+        os.chmod(directory, 0o755)
+        for path in directory.iterdir():
+            os.chmod(path, 0 if path.name == name else 0o644)
+        result = as_unprivileged("""
+            import sys
+            from pathlib import Path
+            from karukan_engine.dictionary.system import DictionaryFormatError, SystemDictionary
+            drop_privileges()
+            try:
+                SystemDictionary(Path(sys.argv[1]))
+            except (FileNotFoundError, DictionaryFormatError) as exc:
+                print(type(exc).__name__)
+        """, str(directory))
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() in ("DictionaryFormatError", "FileNotFoundError")
