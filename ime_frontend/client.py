@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable
 
-from dbus_fast import BusType, Message, MessageType
+from dbus_fast import BusType, Message, MessageFlag, MessageType
 from dbus_fast.errors import DBusError
 
 from ime_frontend import wire
@@ -20,27 +20,49 @@ DEFAULT_TIMEOUT_S = 5.0
 
 
 class EngineClient:
-    def __init__(self, bus: MessageBus, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    """auto_start=False: calls never D-Bus-activate the service (a missing service answers
+    ServiceUnknown at once); start it with start_service(), which waits for it to own its name."""
+
+    def __init__(self, bus: MessageBus, timeout_s: float = DEFAULT_TIMEOUT_S, auto_start: bool = True) -> None:
         self.bus = bus
         self.timeout_s = timeout_s
+        self._flags = MessageFlag.NONE if auto_start else MessageFlag.NO_AUTOSTART
         self._contexts: dict[int, RemoteContext] = {}
         bus.add_message_handler(self._on_message)
 
     @classmethod
-    async def connect(cls, bus_address: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> "EngineClient":
+    async def connect(cls, bus_address: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+                      auto_start: bool = True) -> "EngineClient":
         bus = MessageBus(bus_address=bus_address) if bus_address else MessageBus(bus_type=BusType.SESSION)
         await bus.connect()
-        return cls(bus, timeout_s)
+        return cls(bus, timeout_s, auto_start)
 
     async def call(self, member: str, signature: str = "", body: list | None = None) -> list:
         """Call a method of the service; raise DBusError on an error reply."""
         reply = await asyncio.wait_for(self.bus.call(Message(
             destination=wire.BUS_NAME, path=wire.OBJECT_PATH, interface=wire.INTERFACE,
-            member=member, signature=signature, body=body or [],
+            member=member, signature=signature, body=body or [], flags=self._flags,
         )), self.timeout_s)
         if reply.message_type == MessageType.ERROR:
             raise DBusError(reply.error_name, reply.body[0] if reply.body else "")
         return list(reply.body)
+
+    async def _bus_daemon(self, member: str, signature: str, body: list, timeout_s: float) -> list:
+        reply = await asyncio.wait_for(self.bus.call(Message(
+            destination="org.freedesktop.DBus", path="/org/freedesktop/DBus", interface="org.freedesktop.DBus",
+            member=member, signature=signature, body=body)), timeout_s)
+        if reply.message_type == MessageType.ERROR:
+            raise DBusError(reply.error_name, reply.body[0] if reply.body else "")
+        return list(reply.body)
+
+    async def start_service(self, timeout_s: float) -> None:
+        """D-Bus-activate the service and wait until it owns its name (it takes the name only once
+        it can answer); DBusError when it is not activatable or fails, TimeoutError past timeout_s."""
+        await self._bus_daemon("StartServiceByName", "su", [wire.BUS_NAME, 0], timeout_s)
+
+    async def service_running(self) -> bool:
+        (owned,) = await self._bus_daemon("NameHasOwner", "s", [wire.BUS_NAME], self.timeout_s)
+        return bool(owned)
 
     async def info(self) -> dict[str, str]:
         return (await self.call("GetInfo"))[0]

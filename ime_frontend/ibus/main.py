@@ -59,16 +59,25 @@ def _context_factory(args: argparse.Namespace, loop: asyncio.AbstractEventLoop) 
     closers: list = []
     if args.backend == "service":
         from ime_frontend.client import EngineClient
-        from ime_frontend.resilient import ResilientContext
+        from ime_frontend.resilient import ResilientContext, ServiceStarter
 
-        # The same short timeout as the fcitx5 addon: a missing or slow service must not hold keys.
-        client_future = asyncio.ensure_future(EngineClient.connect(timeout_s=SERVICE_TIMEOUT_S))
+        # The same short timeout as the fcitx5 addon: a slow service must not hold keys for long.
+        # Calls never D-Bus-activate the service themselves: the starter does, once, right away
+        # (the engine process starts when IBus first needs Karukan), and calls made while it
+        # starts wait for it within the startup budget instead of passing keys through raw.
+        async def connect() -> tuple[EngineClient, ServiceStarter]:
+            client = await EngineClient.connect(timeout_s=SERVICE_TIMEOUT_S, auto_start=False)
+            starter = ServiceStarter(client)
+            starter.start()
+            return client, starter
+
+        client_future = asyncio.ensure_future(connect())
 
         async def remote(on_update):
-            client = await client_future
+            client, starter = await client_future
             if not closers:
                 closers.append(_closer(client.disconnect))
-            return await ResilientContext.open(client, "ibus", on_update)
+            return await ResilientContext.open(client, "ibus", on_update, starter)
 
         return remote, closers
 
