@@ -435,3 +435,13 @@ def test_whatever_the_file_holds_the_store_starts_and_nothing_is_lost(tmp_path_f
         assert path.read_bytes() == raw and len(store) >= 0
     store.record("きしゃ", "記者")
     assert store.save()
+
+
+def test_what_a_load_would_refuse_is_never_recorded(tmp_path):
+    path = tmp_path / "l.json"
+    store = LearningStore(path, save_delay=None)
+    for reading, surface in (("か\x00", "蚊"), ("か", "蚊\ud800"), ("か" * 1100, "蚊"), ("", "蚊"), ("か", "")):
+        store.record(reading, surface)
+    store.record("か", "蚊")
+    assert len(store) == 1 and store.save()
+    assert len(LearningStore(path)) == 1 and not aside_copies(path)   # the saved file loads clean

@@ -110,7 +110,7 @@ class LearningStore:
 
     # -- updates -------------------------------------------------------------------------------
     def record(self, reading: str, surface: str) -> None:
-        if not reading or not surface:
+        if not _good_entry([reading, surface, 1, 0]):   # what the next load would refuse is never kept
             return
         with self._lock:
             self._tick += 1
@@ -236,7 +236,7 @@ class LearningStore:
         self._evict()
 
 
-MAX_FIELD_CHARS = 256
+MAX_FIELD_CHARS = 1024   # above the session's longest composition (1000)
 
 
 class LearningFormatError(ValueError):
