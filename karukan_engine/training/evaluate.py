@@ -11,6 +11,7 @@ import json
 import math
 import random
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from karukan_engine.evaluation.metrics import EvalItem, Scores, load_items
@@ -66,6 +67,12 @@ def evaluate(model_dir: Path, weights: Path | None, limit: int = 1000, seed: int
 
     test_pairs = read_pairs(stage_dir("pairs") / "test.jsonl")[:limit]
     sets = {"heldout (gimp-help-ja + gnome-user-docs-ja)": items_of_pairs(test_pairs)}
+    heldout_pairs: list[Pair] = []
+    for path in sorted((stage_dir("pairs") / "heldout").glob("*.jsonl")):
+        pairs = read_pairs(path)[:limit]
+        heldout_pairs += pairs
+        sets[f"heldout {path.stem}"] = items_of_pairs(pairs)
+        sets[f"heldout {path.stem} (no context)"] = items_of_pairs([replace(p, context="") for p in pairs])
     rng = random.Random(seed)
     for name, items in dev_sets().items():
         sets[name] = rng.sample(items, min(limit, len(items)))
@@ -75,6 +82,8 @@ def evaluate(model_dir: Path, weights: Path | None, limit: int = 1000, seed: int
             report["sets"][name] = score_model(model, items)
     if weights is not None:
         report["heldout_perplexity"] = perplexity(weights, test_pairs)
+        if heldout_pairs:
+            report["general_heldout_perplexity"] = perplexity(weights, heldout_pairs)
     out = out or stage_dir("eval") / "report.json"
     out.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return report
