@@ -29,7 +29,7 @@ from dbus_fast.constants import NameFlag, RequestNameReply
 from ime_frontend import wire
 from ime_frontend.bus import MessageBus, unexpected_loss
 from ime_frontend.contexts import ContextHost, EngineCore, eviction_victim
-from ime_frontend.fair import CLIENT
+from ime_frontend.fair import CLIENT, TurnQueue
 from karukan_engine.session.view import View
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,9 @@ class EngineService:
         self._contexts: dict[int, _Context] = {}
         self._next_id = 1
         self._tasks: set[asyncio.Task] = set()
+        # Calls wait here, one lane per client, and are started in turns (see _dispatch).
+        self._inbox: TurnQueue[tuple[Message, MethodSpec]] = TurnQueue()
+        self._dispatcher: asyncio.Task | None = None
 
     @property
     def context_count(self) -> int:
@@ -100,10 +103,34 @@ class EngineService:
                 msg, "org.freedesktop.DBus.Error.InvalidArgs",
                 f"{msg.member} takes ({spec.in_sig}), got ({msg.signature})",
             )
-        task = asyncio.ensure_future(self._answer(msg, spec))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._inbox.push(msg.sender or "", (msg, spec))
+        if self._dispatcher is None:
+            self._dispatcher = asyncio.ensure_future(self._dispatch())
         return True
+
+    async def _dispatch(self) -> None:
+        """Start the waiting calls one client at a time, in turns, one per event-loop round.
+
+        The bus delivers every client's calls on one socket in arrival order; a flood of
+        thousands of pipelined calls would otherwise all be answered before a call that arrived
+        behind them. Here the reader only queues (cheap), so it keeps reading while calls are
+        started one per round: another client's call is started within one turn of each client
+        with calls waiting. Calls of one client keep their order."""
+        try:
+            while self._inbox:
+                _client, (msg, spec) = self._inbox.pop()
+                task = asyncio.ensure_future(self._answer(msg, spec))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                await asyncio.sleep(0)   # the reader (and started calls) run before the next start
+        finally:
+            self._dispatcher = None
+
+    def close(self) -> None:
+        """Stop starting calls (shutting down: the bus is going away)."""
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()
+        self._inbox.drain()
 
     async def _answer(self, msg: Message, spec: MethodSpec) -> None:
         CLIENT.set(msg.sender or "")   # this call's task only: its session work queues in the caller's lane
@@ -339,6 +366,7 @@ async def serve(core_factory: Callable[[], EngineCore], bus_address: str | None 
         bus.disconnect()
     stopped.cancel()
     lost.cancel()
+    service.close()
     await loop.run_in_executor(None, core.close)
     log.info("engine service stopped")
     return status

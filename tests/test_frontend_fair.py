@@ -143,8 +143,14 @@ def test_results_errors_and_shutdown():
 
 def test_cancel_futures_drops_queued_work():
     executor = FairExecutor()
-    gate = threading.Event()
-    running = executor.submit(gate.wait, TIMEOUT_S)
+    gate, started = threading.Event(), threading.Event()
+
+    def hold() -> bool:
+        started.set()
+        return gate.wait(TIMEOUT_S)
+
+    running = executor.submit(hold)
+    assert started.wait(TIMEOUT_S)
     queued = [executor.submit(int) for _ in range(3)]
     threading.Timer(0.05, gate.set).start()
     executor.shutdown(wait=True, cancel_futures=True)
@@ -230,3 +236,41 @@ def test_the_service_gives_a_quiet_client_its_turn_during_a_flood():
     # key arrived. Taking turns by client, the quiet key runs right after the flood's next one
     # (third); FIFO would run it after all fifteen (seventeenth).
     assert log.index("quiet") == 3, log
+
+
+# --- the service: calls are started one client at a time, in turns ---------------------------
+
+
+class _RecordingBus:
+    """What EngineService uses of its bus: replies are recorded in the order they are sent."""
+
+    connected = True
+
+    def __init__(self) -> None:
+        self.sent: list[Message] = []
+
+    def send(self, msg: Message):
+        self.sent.append(msg)
+
+
+def test_a_call_behind_a_flood_is_started_in_the_next_turn():
+    async def body() -> list[str]:
+        bus = _RecordingBus()
+        core = EngineCore(PlainConverter())
+        service = EngineService(bus, core)
+        serials = {}
+        # 200 calls from one client reach the service in one read, then one call from another.
+        for n in range(1, 202):
+            sender = ":1.flood" if n <= 200 else ":1.quiet"
+            msg = Message(destination=wire.BUS_NAME, path=wire.OBJECT_PATH, interface=wire.INTERFACE,
+                          member="GetInfo", serial=n, sender=sender)
+            serials[n] = sender
+            assert service.handle_message(msg) is True
+        await _until(lambda: len(bus.sent) == 201)
+        service.close()
+        core.close()
+        return [serials[reply.reply_serial] for reply in bus.sent]
+
+    order = asyncio.run(body())
+    # Answered in turns: the quiet client's call right after the flood's first, not 201st.
+    assert order.index(":1.quiet") == 1 and order.count(":1.flood") == 200
