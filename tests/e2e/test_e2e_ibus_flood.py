@@ -58,3 +58,24 @@ def test_thousands_of_pipelined_key_events_leave_the_engine_running(ibus_desktop
         app.disconnect()
 
     run(body())
+
+
+def test_the_engine_exits_non_zero_when_it_loses_ibus_daemon():
+    """A lost connection is a failure, not a clean stop (a supervisor restarts on failure)."""
+    import signal
+    import sys
+
+    from e2e_support import need
+    from ime_frontend.headless import HeadlessDesktop, read_line
+
+    need("ibus-daemon", "dbus-daemon")
+    with HeadlessDesktop() as desktop:
+        desktop.start_session_bus()
+        address = desktop.start_ibus()
+        (daemon,) = [p for name, p in desktop._procs if name == "ibus-daemon"]
+        engine = desktop.spawn("engine", [sys.executable, "-m", "ime_frontend.ibus", "--no-model",
+                                          "--address", address], stdout_pipe=True)
+        assert read_line(engine.stdout, "ibus engine").strip() == "READY"
+        desktop.stop(daemon, signal.SIGKILL)
+        assert engine.wait(60) == 1, desktop.log_tail("engine")
+        assert "lost the connection to ibus-daemon" in desktop.log_tail("engine")
