@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ime_frontend import wire
-from ime_frontend.ibus.address import ibus_address
-from ime_frontend.install import Layout, read_manifest, system_layout, user_layout
+from ime_frontend.ibus.address import ibus_address, read_address_file, socket_path_file
+from ime_frontend.install import (COMPONENT_FILE, SYSTEM_IBUS_COMPONENTS, Layout, ibus_restart_command,
+                                  read_manifest, system_layout, user_layout)
 
 DOCTOR_TIMEOUT_S = 3.0
 
@@ -47,8 +48,15 @@ async def bus_checks() -> list[Check]:
 
     checks = []
     address = ibus_address()
-    checks.append(Check("ibus-daemon", address is not None, address and "running" or "not running"))
-    if address is not None:
+    if address is None:
+        checks.append(Check("ibus-daemon", False, "not running"))
+    elif await served_by_fcitx5(address):
+        # fcitx5's ibusfrontend owns org.freedesktop.IBus and writes IBus's address file: IBus
+        # applications type through fcitx5, which has no IBus engines to list.
+        checks.append(Check("ibus-daemon", False, "not running; fcitx5's IBus frontend answers IBus applications "
+                                                  "(Karukan reaches them through the fcitx5 addon)"))
+    else:
+        checks.append(Check("ibus-daemon", True, "running"))
         checks.append(await ibus_engine_check(address))
     if not os.environ.get("DBUS_SESSION_BUS_ADDRESS") and not Path(
             os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "bus").exists():
@@ -93,6 +101,79 @@ async def bus_checks() -> list[Check]:
     return checks
 
 
+async def served_by_fcitx5(address: str) -> bool:
+    """Is the IBus address fcitx5's IBus frontend rather than an ibus-daemon?
+
+    The frontend owns org.freedesktop.IBus on the session bus from the same connection that owns
+    org.fcitx.Fcitx5; an ibus-daemon's private bus has no fcitx5 name at all.
+    """
+    from dbus_fast import Message, MessageType
+    from dbus_fast.aio import MessageBus
+
+    try:
+        bus = await asyncio.wait_for(MessageBus(bus_address=address).connect(), DOCTOR_TIMEOUT_S)
+    except (OSError, asyncio.TimeoutError, ValueError):
+        return _daemon_is_fcitx5()
+    owners = []
+    try:
+        for name in ("org.freedesktop.IBus", "org.fcitx.Fcitx5"):
+            reply = await asyncio.wait_for(bus.call(Message(
+                destination="org.freedesktop.DBus", path="/org/freedesktop/DBus", interface="org.freedesktop.DBus",
+                member="GetNameOwner", signature="s", body=[name])), DOCTOR_TIMEOUT_S)
+            owners.append(reply.body[0] if reply.message_type == MessageType.METHOD_RETURN else None)
+    except asyncio.TimeoutError:
+        return _daemon_is_fcitx5()
+    finally:
+        bus.disconnect()
+    return owners[1] is not None and owners[0] == owners[1]
+
+
+def _daemon_is_fcitx5() -> bool:
+    """The address file names the process that wrote it; fcitx5's frontend writes its own pid."""
+    _address, pid = read_address_file(socket_path_file())
+    return pid is not None and _process_name(pid) == "fcitx5"
+
+
+def _process_name(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+
+
+def _process_env(pid: int, name: str) -> str | None:
+    """One variable of a process's environment ("" when unset), None when it cannot be read."""
+    try:
+        entries = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    prefix = name.encode() + b"="
+    for entry in entries:
+        if entry.startswith(prefix):
+            return entry[len(prefix):].decode(errors="replace")
+    return ""
+
+
+def missing_ibus_step(daemon_pid: int | None, user: Layout | None = None) -> str:
+    """Why a running ibus-daemon does not list our engine: the step the user still has to take."""
+    user = user or user_layout()
+    user_component = user.ibus_component_dir / COMPONENT_FILE
+    if Path(SYSTEM_IBUS_COMPONENTS, COMPONENT_FILE).exists() and not user_component.exists():
+        return "ibus-daemon has not read the system component yet: restart it (ibus restart)"
+    if not user_component.exists():
+        return "no IBus component installed: run `karukan install --user` (or --system)"
+    restart = ibus_restart_command(user.ibus_component_dir)
+    seen = _process_env(daemon_pid, "IBUS_COMPONENT_PATH") if daemon_pid is not None else None
+    if seen is None:
+        return (f"ibus-daemon must run with IBUS_COMPONENT_PATH including {user.ibus_component_dir}; "
+                f"restart it with: {restart}")
+    if str(user.ibus_component_dir) not in seen.split(":"):
+        where = f"IBUS_COMPONENT_PATH={seen}" if seen else "IBUS_COMPONENT_PATH unset"
+        return (f"ibus-daemon was started without the per-user component directory ({where}; `ibus restart` "
+                f"keeps that environment): restart it with: {restart}")
+    return f"ibus-daemon reads {user.ibus_component_dir} but its registry cache predates the install: restart it with: {restart}"
+
+
 async def ibus_engine_check(address: str) -> Check:
     """Does the running ibus-daemon know our engine (i.e. did it read our component)?"""
     from dbus_fast import Message, MessageType
@@ -118,8 +199,8 @@ async def ibus_engine_check(address: str) -> Check:
     names = {desc.value[2] for desc in reply.body[0].value}
     if ENGINE_NAME in names:
         return Check("ibus engine", True, f"'{ENGINE_NAME}' is available in ibus-daemon")
-    return Check("ibus engine", False, f"ibus-daemon does not list '{ENGINE_NAME}' "
-                                       "(restart it with IBUS_COMPONENT_PATH including our component)")
+    _address, pid = read_address_file(socket_path_file())
+    return Check("ibus engine", False, f"ibus-daemon does not list '{ENGINE_NAME}': {missing_ibus_step(pid)}")
 
 
 def dictionary_check(directory: Path | None = None) -> Check:

@@ -183,16 +183,26 @@ class HeadlessDesktop:
         self.env["DBUS_SESSION_BUS_ADDRESS"] = self.session_address
         return self.session_address
 
-    def start_ibus(self, component_dirs: list[Path] = ()) -> str:
+    def start_ibus(self, component_dirs: list[Path] = (), cache: str = "none",
+                   component_path: str | None = None) -> str:
+        """ibus-daemon on a private socket. component_path: IBUS_COMPONENT_PATH exactly ("" leaves
+        it unset, as in a session that never set it); by default component_dirs + the system's.
+        cache: its registry cache mode (auto / refresh / none)."""
         address_file = Path(self.env["IBUS_ADDRESS_FILE"])
         for stale in (address_file, self.root / "ibus.sock"):   # from an earlier daemon
             stale.unlink(missing_ok=True)
         env = dict(self.env)
-        dirs = [str(d) for d in component_dirs] + ["/usr/share/ibus/component"]
-        env["IBUS_COMPONENT_PATH"] = ":".join(dirs)  # replaces the default list, so keep the system one
+        env.pop("IBUS_ADDRESS", None)
+        if component_path is None:
+            dirs = [str(d) for d in component_dirs] + ["/usr/share/ibus/component"]
+            env["IBUS_COMPONENT_PATH"] = ":".join(dirs)  # replaces the default list, so keep the system one
+        elif component_path:
+            env["IBUS_COMPONENT_PATH"] = component_path
+        else:
+            env.pop("IBUS_COMPONENT_PATH", None)
         proc = self.spawn("ibus-daemon", [
             "ibus-daemon", "--replace", "--single", "--panel=disable", "--emoji-extension=disable",
-            "--config=disable", "--cache=none", f"--address=unix:path={self.root / 'ibus.sock'}",
+            "--config=disable", f"--cache={cache}", f"--address=unix:path={self.root / 'ibus.sock'}",
         ], env=env)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:

@@ -9,6 +9,7 @@ the rest is installed and the reason is printed.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -122,10 +123,26 @@ def systemd_unit_text(command: list[str]) -> str:
     )
 
 
-def ibus_environment_text(component_dir: Path) -> str:
+def ibus_component_path(component_dir: Path) -> str:
     # IBus reads components from IBUS_COMPONENT_PATH only (which replaces its system directory),
     # so a per-user component needs both directories listed for ibus-daemon.
-    return f"IBUS_COMPONENT_PATH={component_dir}:{SYSTEM_IBUS_COMPONENTS}\n"
+    return f"{component_dir}:{SYSTEM_IBUS_COMPONENTS}"
+
+
+def ibus_environment_text(component_dir: Path) -> str:
+    return f"IBUS_COMPONENT_PATH={ibus_component_path(component_dir)}\n"
+
+
+def ibus_restart_command(component_dir: Path) -> str:
+    """The command that makes a running session's IBus read a per-user component now.
+
+    `ibus restart` re-executes ibus-daemon with the environment it already had, so it never sees
+    IBUS_COMPONENT_PATH; a daemon started with the variable set replaces the running one (-r). It
+    must also rebuild its registry cache: a cache written before the install lists only the
+    directories watched then, so a daemon that trusts it (--cache=auto) still cannot find the
+    engine. The refreshed cache also lets a later `ibus restart` find it.
+    """
+    return f"IBUS_COMPONENT_PATH={shlex.quote(ibus_component_path(component_dir))} ibus-daemon -drx --cache=refresh"
 
 
 # --- install / uninstall ---------------------------------------------------------------------
@@ -142,6 +159,9 @@ def install(layout: Layout, ibus: bool = True, fcitx5: bool = True, model: bool 
     service_cmd = python_command("ime_frontend.service", *service_args)
     _write(layout, layout.dbus_services_dir / DBUS_SERVICE_FILE, dbus_service_text(service_cmd), report)
     _write(layout, layout.systemd_user_dir / SYSTEMD_UNIT, systemd_unit_text(service_cmd), report)
+    enable = "systemctl --user enable" if layout.scope == "user" else "systemctl --global enable"
+    report.notes.append(f"engine service: starts on first use (D-Bus activation; the fcitx5 addon asks for it "
+                        f"when fcitx5 loads); to start it with every graphical login: {enable} {SYSTEMD_UNIT}")
     if ibus:
         icon = layout.fcitx5_data_dir / ICON_PATH
         _write(layout, icon, (FCITX5_SOURCE / "karukan.svg").read_text(), report)
@@ -149,10 +169,16 @@ def install(layout: Layout, ibus: bool = True, fcitx5: bool = True, model: bool 
         _write(layout, layout.ibus_component_dir / COMPONENT_FILE, component_xml(" ".join(engine_cmd), str(icon)), report)
         if layout.environment_dir is not None:
             _write(layout, layout.environment_dir / IBUS_ENV_FILE, ibus_environment_text(layout.ibus_component_dir), report)
-            report.notes.append("IBus: log out and in (or restart ibus-daemon with IBUS_COMPONENT_PATH set) "
-                                "so it reads the per-user component")
+            report.notes.append("IBus: to use Karukan in this session, restart ibus-daemon with the per-user "
+                                f"component directory (`ibus restart` keeps the old environment): "
+                                f"{ibus_restart_command(layout.ibus_component_dir)}")
+            report.notes.append(f"IBus: later logins read {layout.environment_dir / IBUS_ENV_FILE} (systemd "
+                                "sessions); an X session started without systemd needs `export "
+                                f"IBUS_COMPONENT_PATH={ibus_component_path(layout.ibus_component_dir)}` "
+                                "in ~/.xsessionrc")
     if fcitx5:
         _install_fcitx5(layout, report)
+    report.installed = list(dict.fromkeys(report.installed))   # the icon comes from IBus and fcitx5 alike
     manifest = layout.staged(layout.manifest)
     manifest.parent.mkdir(parents=True, exist_ok=True)
     previous = set(read_manifest(layout))

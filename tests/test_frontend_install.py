@@ -126,3 +126,35 @@ def test_cli_install_and_uninstall(tmp_path):
     assert bad.returncode == 2 and "--root needs --system" in bad.stderr
     out = run("uninstall", "--user")
     assert out.returncode == 0 and out.stdout.count("removed") == 5
+
+
+def test_the_icon_both_frameworks_install_is_listed_once(tmp_path, monkeypatch):
+    # Issue 14 item 4: IBus writes the icon and the fcitx5 addon's CMake installs the same file.
+    layout = inst.user_layout(user_env(tmp_path))
+    icon = layout.fcitx5_data_dir / inst.ICON_PATH
+
+    def fake_fcitx5(layout, report):
+        report.installed += [layout.fcitx5_addon_dir / "libkarukan.so", icon]
+
+    monkeypatch.setattr(inst, "_install_fcitx5", fake_fcitx5)
+    report = inst.install(layout)
+    assert report.installed.count(icon) == 1
+    assert len(report.installed) == len(set(report.installed))
+
+
+def test_a_user_install_prints_the_command_that_makes_ibus_read_it_now(tmp_path):
+    # Issue 14 item 2: `ibus restart` keeps ibus-daemon's old environment and its registry cache.
+    layout = inst.user_layout(user_env(tmp_path))
+    report = inst.install(layout, fcitx5=False)
+    command = inst.ibus_restart_command(layout.ibus_component_dir)
+    assert any(command in note for note in report.notes), report.notes
+    words = shlex.split(command)
+    assert words[0] == f"IBUS_COMPONENT_PATH={layout.ibus_component_dir}:/usr/share/ibus/component"
+    assert words[1:] == ["ibus-daemon", "-drx", "--cache=refresh"]
+    assert any("~/.xsessionrc" in note for note in report.notes)     # X sessions without systemd
+    assert any(f"systemctl --user enable {inst.SYSTEMD_UNIT}" in note for note in report.notes)
+
+
+def test_a_system_install_needs_no_ibus_command(tmp_path):
+    report = inst.install(inst.system_layout(tmp_path / "stage"), fcitx5=False)
+    assert not any("ibus-daemon -drx" in note for note in report.notes)

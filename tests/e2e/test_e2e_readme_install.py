@@ -1,0 +1,142 @@
+"""The README's install steps, run verbatim (issue 14 item 2): a fresh HOME and a private session
+bus, a session whose ibus-daemon was started before the install, then exactly the commands of the
+README's "Installing into IBus and fcitx5" section, and a key typed through IBus afterwards.
+
+The README's ibus-daemon command daemonizes (-d), so that daemon and its children are not in a
+process group of ours: they are ended by pid (read from IBus's address file and /proc), and only
+processes descended from it are touched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from e2e_support import PACKAGE_ROOT, eventually, need, run
+from ime_frontend.app_clients import IBusApp
+from ime_frontend.headless import HeadlessDesktop
+
+README = PACKAGE_ROOT / "README.md"
+
+
+def readme_section() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("## Installing into IBus and fcitx5")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def shell_blocks(section: str) -> list[list[str]]:
+    """The commands of each ```sh block, comments dropped."""
+    blocks = []
+    for block in re.findall(r"```sh\n(.*?)```", section, re.S):
+        lines = [re.sub(r"\s+#.*$", "", line).strip() for line in block.splitlines()]
+        blocks.append([line for line in lines if line and not line.startswith("#")])
+    return blocks
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _end_tree(pid: int) -> None:
+    """End a daemon this test started and everything it started (by pid, children first)."""
+    for child in _children(pid):
+        _end_tree(child)
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+
+
+def _daemon_pids(home: Path) -> list[int]:
+    pids = []
+    for file in (home / ".config/ibus/bus").glob("*"):
+        for line in file.read_text().splitlines():
+            if line.startswith("IBUS_DAEMON_PID="):
+                pids.append(int(line.split("=", 1)[1]))
+    return pids
+
+
+def _address(home: Path, env: dict[str, str]) -> str | None:
+    out = subprocess.run(["ibus", "address"], env=env, capture_output=True, text=True, timeout=30)
+    address = out.stdout.strip()
+    return address if out.returncode == 0 and address.startswith("unix:") else None
+
+
+def test_readme_ibus_steps_work_verbatim_in_the_session_of_the_install():
+    need("ibus-daemon", "ibus", "dbus-daemon")
+    blocks = shell_blocks(readme_section())
+    install_cmd = next(line for block in blocks for line in block if "karukan install --user" in line)
+    ibus_block = next(block for block in blocks if any("ibus-daemon" in line for line in block))
+    with HeadlessDesktop() as desktop:
+        desktop.start_session_bus()
+        env = dict(desktop.env)
+        # As in a desktop session: IBus finds its per-display address file, nothing is preset.
+        for name in ("IBUS_ADDRESS_FILE", "IBUS_ADDRESS", "IBUS_COMPONENT_PATH"):
+            env.pop(name, None)
+        env["PATH"] = os.pathsep.join([str(PACKAGE_ROOT / ".venv/bin"), env.get("PATH", "")])
+        started: list[int] = []
+        try:
+            # The login's IBus, before Karukan was installed.
+            subprocess.run(["ibus-daemon", "-drx"], env=env, check=True, timeout=60)
+
+            async def daemon_up():
+                return _address(desktop.home, env)
+
+            run(eventually(daemon_up, timeout_s=60, interval_s=0.1))
+            started += _daemon_pids(desktop.home)
+
+            def sh(line: str) -> subprocess.CompletedProcess:
+                return subprocess.run(["bash", "-c", line], env=env, cwd=PACKAGE_ROOT, capture_output=True,
+                                      text=True, timeout=600)
+
+            assert sh(install_cmd).returncode == 0
+            before = sh("ibus engine karukan")
+            assert "Cannot find engine karukan" in before.stderr    # what the user met (issue 14)
+            for line in ibus_block:
+                result = sh(line)
+                assert "Cannot find engine" not in result.stderr, (line, result.stderr)
+                if "ibus-daemon" in line:
+                    # It daemonizes: a user types the next line once it is up (a new pid, answering).
+                    async def replaced():
+                        fresh = [p for p in _daemon_pids(desktop.home) if p not in started]
+                        return fresh if fresh and _address(desktop.home, env) else None
+
+                    started += run(eventually(replaced, timeout_s=60, interval_s=0.1))
+            assert sh("ibus engine").stdout.strip() == "karukan"
+
+            async def typed():
+                address = _address(desktop.home, env)
+                app = await IBusApp.connect(address)
+                await app.set_engine("karukan")
+                ok = await app.engine_name() == "karukan" and await app.tap(ord("a")) and app.shown.preedit == "あ"
+                app.disconnect()
+                return ok
+
+            run(eventually(typed, timeout_s=60, interval_s=0.3))
+        finally:
+            for pid in reversed(started):
+                _end_tree(pid)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in started):
+                time.sleep(0.05)
+
+
+def test_readme_names_what_doctor_and_install_print():
+    section = readme_section()
+    assert "ibus restart`" in section and "ibus-daemon -drx --cache=refresh" in section
+    assert "systemctl --user enable karukan-engine.service" in section
+
