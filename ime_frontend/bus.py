@@ -16,6 +16,8 @@ Use it everywhere this package opens a bus.
 from __future__ import annotations
 
 import array
+import asyncio
+import logging
 import socket
 
 from dbus_fast.aio import message_bus as _aio
@@ -24,7 +26,16 @@ __all__ = ["MessageBus", "DrainingWriter", "unexpected_loss"]
 
 
 class DrainingWriter(_aio._MessageWriter):
-    """dbus-fast's message writer, except that a full socket waits for writability."""
+    """dbus-fast's message writer, except that a full socket waits for writability, and that
+    once the connection is gone a send fails at once, quietly (see _settle_failed)."""
+
+    def schedule_write(self, msg=None, future=None) -> None:
+        if self.bus._disconnected:
+            # Never touch a closed socket: every reply and signal a busy process still sends
+            # would fail with EBADF and log a traceback (megabytes after a flood).
+            _settle_failed(future, ConnectionError("the bus connection is closed"))
+            return
+        super().schedule_write(msg, future)
 
     def write_callback(self, remove_writer: bool = True) -> None:
         while True:
@@ -76,8 +87,16 @@ class DrainingWriter(_aio._MessageWriter):
             if self.bus._user_disconnect:
                 fut.set_result(None)
             else:
-                fut.set_exception(exc)
+                _settle_failed(fut, exc)
         self.bus._finalize(exc)
+
+
+def _settle_failed(fut, exc: Exception) -> None:
+    """Fail a send's future, marked as seen: an awaiting caller still gets the error, and one that
+    ignores the future (a fire-and-forget signal or reply) does not make asyncio log it."""
+    if fut is not None and not fut.done():
+        fut.set_exception(exc)
+        fut.exception()
 
 
 class MessageBus(_aio.MessageBus):
@@ -94,6 +113,18 @@ class MessageBus(_aio.MessageBus):
             if writer.buf is not None or writer.messages:
                 writer._wait_writable()
         return result
+
+
+class _DropCancelledReplies(logging.Filter):
+    """dbus-fast logs a traceback for every method handler that ends without a result, and at
+    shutdown every handler still waiting (thousands after a flood) is cancelled: not errors."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, asyncio.CancelledError)
+
+
+logging.getLogger("dbus_fast.send_reply").addFilter(_DropCancelledReplies())
 
 
 def unexpected_loss(bus: _aio.MessageBus) -> bool:

@@ -39,11 +39,13 @@ class _FakeBus:
         self._loop = loop
         self._negotiate_unix_fd = False
         self._user_disconnect = False
+        self._disconnected = False
         self.unique_name = ":1.1"
         self.finalized: list[Exception | None] = []
 
     def _finalize(self, err: Exception | None = None) -> None:
         self.finalized.append(err)
+        self._disconnected = True
         self._loop.remove_writer(self._fd)
 
 
@@ -122,6 +124,29 @@ def test_every_message_arrives_whole_and_in_order_however_the_socket_drains(size
 
     sent, received, bus = asyncio.run(body())
     assert bus.finalized == [] and received == sent
+
+
+def test_after_the_connection_is_gone_a_send_fails_at_once_and_quietly():
+    """A busy engine keeps sending replies and signals for a while after losing its bus; each
+    used to hit the closed socket and log a traceback (2 MB after a flood)."""
+    async def body():
+        loop = asyncio.get_running_loop()
+        ours, peer = socket.socketpair()
+        ours.setblocking(False)
+        bus = _FakeBus(ours, loop)
+        writer = DrainingWriter(bus)
+        bus._finalize(None)
+        ours.close()                       # any write now would raise EBADF
+        futures = [loop.create_future() for _ in range(100)]
+        for fut in futures:
+            writer.schedule_write(_signal("late"), fut)
+        peer.close()
+        return futures
+
+    futures = asyncio.run(body())
+    assert all(isinstance(f.exception(), ConnectionError) for f in futures)
+    # Marked as retrieved: nobody awaiting them makes asyncio log "exception was never retrieved".
+    assert not any(f._log_traceback for f in futures)
 
 
 def test_connected_buses_get_the_draining_writer():

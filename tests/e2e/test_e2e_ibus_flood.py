@@ -76,6 +76,28 @@ def test_the_engine_exits_non_zero_when_it_loses_ibus_daemon():
         engine = desktop.spawn("engine", [sys.executable, "-m", "ime_frontend.ibus", "--no-model",
                                           "--address", address], stdout_pipe=True)
         assert read_line(engine.stdout, "ibus engine").strip() == "READY"
-        desktop.stop(daemon, signal.SIGKILL)
+
+        async def flood_then_kill() -> None:
+            from ime_frontend.app_clients import IBusApp
+
+            app = await IBusApp.connect(address)
+            for _ in range(100):   # the engine registered itself: wait until the daemon uses it
+                try:
+                    await app.set_engine("karukan")
+                    if await app.engine_name() == "karukan":
+                        break
+                except Exception:
+                    pass
+                await asyncio.sleep(0.1)
+            calls = [asyncio.ensure_future(app.bus.call(_key_call(app, KEY_A, i % 2 == 1))) for i in range(6000)]
+            await asyncio.sleep(0.5)   # thousands of key events still waiting in the engine
+            desktop.stop(daemon, signal.SIGKILL)
+            await asyncio.gather(*calls, return_exceptions=True)
+            app.disconnect()
+
+        run(flood_then_kill())
         assert engine.wait(60) == 1, desktop.log_tail("engine")
-        assert "lost the connection to ibus-daemon" in desktop.log_tail("engine")
+        log = (desktop.logs / "engine.log").read_text(errors="replace")
+        assert "lost the connection to ibus-daemon" in log
+        # One line for the loss, not a traceback for every key still waiting (2 MB before).
+        assert len(log) < 64 * 1024, log[-2000:]
