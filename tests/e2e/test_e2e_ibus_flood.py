@@ -101,3 +101,77 @@ def test_the_engine_exits_non_zero_when_it_loses_ibus_daemon():
         assert "lost the connection to ibus-daemon" in log
         # One line for the loss, not a traceback for every key still waiting (2 MB before).
         assert len(log) < 64 * 1024, log[-2000:]
+
+
+LIBIBUS_FLOOD = r"""
+import json, sys, time
+import gi
+gi.require_version("IBus", "1.0")
+from gi.repository import GLib, IBus
+
+presses = int(sys.argv[1])
+IBus.init()
+bus = IBus.Bus.new()
+assert bus.is_connected(), "no ibus-daemon"
+ic = bus.create_input_context("karukan-libibus-flood")
+ic.set_capabilities(int(IBus.Capabilite.PREEDIT_TEXT | IBus.Capabilite.FOCUS))
+ic.focus_in()
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    try:
+        ic.set_engine("karukan")
+        engine = ic.get_engine()
+        if engine is not None and engine.get_name() == "karukan":
+            break
+    except GLib.Error:
+        pass
+    time.sleep(0.1)
+loop = GLib.MainLoop()
+out = {"ok": 0, "handled": 0, "errors": 0, "first_error": ""}
+left = [2 * presses]
+
+def done(context, result, _data):
+    try:
+        out["handled"] += int(bool(context.process_key_event_async_finish(result)))
+        out["ok"] += 1
+    except GLib.Error as exc:
+        out["errors"] += 1
+        out["first_error"] = out["first_error"] or exc.message[:120]
+    left[0] -= 1
+    if left[0] == 0:
+        loop.quit()
+
+start = time.monotonic()
+for i in range(presses):
+    keyval = 0xFF1B if i % 16 == 15 else 0x61
+    for state in (0, int(IBus.ModifierType.RELEASE_MASK)):
+        ic.process_key_event_async(keyval, 0, state, 120000, None, done, None)
+GLib.timeout_add_seconds(180, loop.quit)
+loop.run()
+out["seconds"] = round(time.monotonic() - start, 2)
+out["left"] = left[0]
+print(json.dumps(out))
+"""
+
+
+def test_a_libibus_client_sending_thousands_of_async_key_events(ibus_desktop):
+    """The issue's probe with the real client library: libibus's process_key_event_async, as an
+    application's IBus im module sends key events, 2,500 presses and releases without waiting."""
+    import json
+    import subprocess
+
+    system_python = "/usr/bin/python3"
+    probe = subprocess.run([system_python, "-c", "import gi; gi.require_version('IBus', '1.0')"], capture_output=True)
+    if probe.returncode != 0:
+        import pytest
+
+        pytest.skip("python3-gi with the IBus typelib is not installed (dev.sh installs it)")
+    before = engine_pids(ibus_desktop, "ime_frontend.ibus")
+    done = subprocess.run([system_python, "-c", LIBIBUS_FLOOD, "2500"], env=ibus_desktop.env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"\nlibibus flood: {out}")
+    assert out["left"] == 0 and out["errors"] == 0 and out["ok"] == 5000, out
+    pids = engine_pids(ibus_desktop, "ime_frontend.ibus")
+    assert len(pids) == 1 and (not before or pids == before)
