@@ -63,6 +63,42 @@ class TurnQueue(Generic[T]):
         return out
 
 
+class NestedTurns(Generic[T]):
+    """Turns at two levels: between outer lanes (clients), and inside each outer lane between
+    its inner lanes (a client's input contexts). pop() serves the outer lane whose turn it is,
+    taking the oldest item of its inner lane whose turn it is; both then go to the back."""
+
+    def __init__(self) -> None:
+        self._outer: OrderedDict[Hashable, TurnQueue[T]] = OrderedDict()
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def push(self, outer: Hashable, inner: Hashable, item: T) -> None:
+        lanes = self._outer.get(outer)
+        if lanes is None:
+            lanes = self._outer[outer] = TurnQueue()
+        lanes.push(inner, item)
+        self._size += 1
+
+    def pop(self) -> tuple[Hashable, Hashable, T]:
+        if not self._outer:
+            raise IndexError("pop from empty NestedTurns")
+        outer, lanes = self._outer.popitem(last=False)
+        inner, item = lanes.pop()
+        if len(lanes):
+            self._outer[outer] = lanes
+        self._size -= 1
+        return outer, inner, item
+
+    def drain(self) -> list[T]:
+        out = []
+        while self._outer:
+            out.append(self.pop()[2])
+        return out
+
+
 _Work = tuple[Future, Callable[..., Any], tuple, dict]
 
 

@@ -29,7 +29,7 @@ from dbus_fast.constants import NameFlag, RequestNameReply
 from ime_frontend import wire
 from ime_frontend.bus import MessageBus, unexpected_loss
 from ime_frontend.contexts import ContextHost, EngineCore, eviction_victim
-from ime_frontend.fair import CLIENT, TurnQueue
+from ime_frontend.fair import CLIENT, NestedTurns
 from karukan_engine.session.view import View
 
 log = logging.getLogger(__name__)
@@ -73,8 +73,9 @@ class EngineService:
         self._contexts: dict[int, _Context] = {}
         self._next_id = 1
         self._tasks: set[asyncio.Task] = set()
-        # Calls wait here, one lane per client, and are started in turns (see _dispatch).
-        self._inbox: TurnQueue[tuple[Message, MethodSpec]] = TurnQueue()
+        # Calls wait here, one lane per client and in it one per context, and are started in
+        # turns (see _dispatch).
+        self._inbox: NestedTurns[tuple[Message, MethodSpec]] = NestedTurns()
         self._dispatcher: asyncio.Task | None = None
 
     @property
@@ -103,7 +104,8 @@ class EngineService:
                 msg, "org.freedesktop.DBus.Error.InvalidArgs",
                 f"{msg.member} takes ({spec.in_sig}), got ({msg.signature})",
             )
-        self._inbox.push(msg.sender or "", (msg, spec))
+        context = msg.body[0] if spec.arg_names[:1] == ("context",) else None
+        self._inbox.push(msg.sender or "", context, (msg, spec))
         if self._dispatcher is None:
             self._dispatcher = asyncio.ensure_future(self._dispatch())
         return True
@@ -115,10 +117,12 @@ class EngineService:
         thousands of pipelined calls would otherwise all be answered before a call that arrived
         behind them. Here the reader only queues (cheap), so it keeps reading while calls are
         started one per round: another client's call is started within one turn of each client
-        with calls waiting. Calls of one client keep their order."""
+        with calls waiting, and inside one client (fcitx5 is one client for all its
+        applications) each input context likewise takes turns. Calls on one context keep their
+        order; calls without a context form one lane of their client."""
         try:
             while self._inbox:
-                _client, (msg, spec) = self._inbox.pop()
+                _client, _context, (msg, spec) = self._inbox.pop()
                 task = asyncio.ensure_future(self._answer(msg, spec))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)

@@ -17,7 +17,7 @@ from dbus_fast import Message
 from ime_frontend import wire
 from ime_frontend.bus import MessageBus
 from ime_frontend.contexts import ContextHost, EngineCore
-from ime_frontend.fair import CLIENT, FairExecutor, TurnQueue
+from ime_frontend.fair import CLIENT, FairExecutor, NestedTurns, TurnQueue
 from ime_frontend.headless import HeadlessDesktop
 from ime_frontend.service import EngineService, serve
 from karukan_engine.conversion.plain import PlainConverter
@@ -85,6 +85,24 @@ def test_a_waiting_lane_is_served_before_any_other_lane_is_served_twice(ops):
                 served_while_waiting[other] = Counter()   # not waiting any more
     for lane, items in popped.items():
         assert items == pushed[lane][: len(items)]
+
+
+@given(pushes=st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from("xyz")), max_size=60))
+def test_nested_turns_take_turns_between_clients_then_between_their_contexts(pushes):
+    queue: NestedTurns[int] = NestedTurns()
+    for i, (client, ctx) in enumerate(pushes):
+        queue.push(client, ctx, i)
+    served = [queue.pop() for _ in range(len(pushes))]
+    assert len(queue) == 0
+    # Between clients: round robin, as TurnQueue does with whole clients.
+    assert [c for c, _x, _i in served] == [lane for lane, _ in round_robin([c for c, _x in pushes])]
+    # Inside each client: its contexts take turns in the same way.
+    for client in "ab":
+        mine = [(x, i) for c, x, i in served if c == client]
+        contexts = [x for c, x in pushes if c == client]
+        indices = [i for i, (c, _x) in enumerate(pushes) if c == client]
+        expected = [(x, indices[j]) for x, j in round_robin(contexts)]
+        assert mine == expected
 
 
 # --- FairExecutor ---------------------------------------------------------------------------
@@ -274,3 +292,26 @@ def test_a_call_behind_a_flood_is_started_in_the_next_turn():
     order = asyncio.run(body())
     # Answered in turns: the quiet client's call right after the flood's first, not 201st.
     assert order.index(":1.quiet") == 1 and order.count(":1.flood") == 200
+
+
+def test_inside_one_client_a_context_behind_another_contexts_flood_gets_the_next_turn():
+    """fcitx5 is one client for every application: one application's flood must not hold
+    back another's key."""
+    async def body() -> list[int]:
+        bus = _RecordingBus()
+        core = EngineCore(PlainConverter())
+        service = EngineService(bus, core)
+        contexts = {}
+        for n in range(1, 202):
+            ctx_id = 7 if n <= 200 else 8   # no such contexts: each call is answered with an error
+            contexts[n] = ctx_id
+            msg = Message(destination=wire.BUS_NAME, path=wire.OBJECT_PATH, interface=wire.INTERFACE,
+                          member="GetView", signature="u", body=[ctx_id], serial=n, sender=":1.fcitx5")
+            assert service.handle_message(msg) is True
+        await _until(lambda: len(bus.sent) == 201)
+        service.close()
+        core.close()
+        return [contexts[reply.reply_serial] for reply in bus.sent]
+
+    order = asyncio.run(body())
+    assert order.index(8) == 1 and order.count(7) == 200
