@@ -155,11 +155,19 @@ def test_convert_with_a_crashing_model_exits_1_with_one_line(bad_gguf, tmp_path)
     assert len(lines) == 1 and bad_gguf.name in lines[0] and "crash" in lines[0]
 
 
-def test_the_service_with_a_crashing_model_keeps_typing_on_the_dictionary(good_gguf, tmp_path):
+@pytest.mark.parametrize("how", ["--model", "default"])
+def test_the_service_with_a_crashing_model_keeps_typing_on_the_dictionary(how, good_gguf, tmp_path):
     bad = _patched(good_gguf, tmp_path / "no-layers.gguf", *MALFORMED["no-layers"])
     with HeadlessDesktop() as desktop:
         address = desktop.start_session_bus()
-        service = desktop.start_service(["--model", str(bad)])
+        if how == "default":   # the registry's default model, as a user's models.toml may name it
+            registry = tmp_path / "models.toml"
+            registry.write_text('default = "broken"\n\n[models.broken]\nname = "a broken file"\n'
+                                'path = "no-layers.gguf"\ntokenizer = "gguf"\nprompt = "jinen"\n', encoding="utf-8")
+            desktop.env["KARUKAN_MODELS_TOML"] = str(registry)
+            service = desktop.start_service([])
+        else:
+            service = desktop.start_service(["--model", str(bad)])
         # The model loads in the background after READY; before the probe, llama.cpp's abort took
         # the service (and every client) down 0.3 s later. Type until the load has been tried.
         for _ in range(60):
