@@ -64,9 +64,9 @@ class DrainingWriter(_aio._MessageWriter):
                 self._wait_writable()
                 return
             self.buf = None
-            fut, self.fut = self.fut, None
-            if fut is not None and not fut.done():
-                fut.set_result(None)
+            # (self.fut stays: schedule_write() looks at the last one to skip a needless add_writer)
+            if self.fut is not None and not self.fut.done():
+                self.fut.set_result(None)
 
     def _send_some(self) -> int:
         chunk = self.buf[self.offset:]
