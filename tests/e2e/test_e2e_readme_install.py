@@ -1,10 +1,10 @@
 """The README's install steps, run verbatim (issue 14 item 2): a fresh HOME and a private session
-bus, a session whose ibus-daemon was started before the install, then exactly the commands of the
-README's "Installing into IBus and fcitx5" section, and a key typed through IBus afterwards.
+bus, a session whose ibus-daemon (or fcitx5) was started before the install, then exactly the
+commands of the README's "Installing into IBus and fcitx5" section, and a key typed afterwards.
 
-The README's ibus-daemon command daemonizes (-d), so that daemon and its children are not in a
-process group of ours: they are ended by pid (read from IBus's address file and /proc), and only
-processes descended from it are touched.
+The README's daemons daemonize (-d), so they and their children are not in a process group of
+ours: they are ended by pid (IBus's address file; for fcitx5, the fcitx5 processes whose
+environment holds this test's HOME), and only processes descended from them are touched.
 """
 
 from __future__ import annotations
@@ -16,9 +16,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from e2e_support import PACKAGE_ROOT, eventually, need, run
-from ime_frontend.app_clients import IBusApp
+from ime_frontend.app_clients import FcitxApp, IBusApp
 from ime_frontend.headless import HeadlessDesktop
+from ime_frontend.install import fcitx5_build_missing
 
 README = PACKAGE_ROOT / "README.md"
 
@@ -133,6 +136,92 @@ def test_readme_ibus_steps_work_verbatim_in_the_session_of_the_install():
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in started):
                 time.sleep(0.05)
+
+
+def _fcitx5_pids(home: Path) -> list[int]:
+    """fcitx5 processes of this test: started with this HOME (a throwaway directory)."""
+    marker = f"HOME={home}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "fcitx5" and \
+                        marker in (entry / "environ").read_bytes().split(b"\0"):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def _fcitx5_answers(env: dict[str, str]) -> bool:
+    check = subprocess.run(["dbus-send", "--session", "--print-reply", "--dest=org.fcitx.Fcitx5", "/controller",
+                            "org.fcitx.Fcitx.Controller1.CheckUpdate"], env=env, capture_output=True, timeout=30)
+    return check.returncode == 0
+
+
+def test_readme_fcitx5_steps_work_verbatim():
+    need("fcitx5", "fcitx5-remote", "dbus-daemon", "cmake")
+    missing = fcitx5_build_missing()
+    if missing:
+        pytest.skip(f"cannot build the fcitx5 addon: {missing}")
+    blocks = shell_blocks(readme_section())
+    install_cmd = next(line for block in blocks for line in block if "karukan install --user" in line)
+    restart = next(block for block in blocks if any(line.startswith("fcitx5 -r") for line in block))
+    by_hand = next(block for block in blocks if any(line.startswith("fcitx5-remote -e") for line in block))
+    with HeadlessDesktop() as desktop:
+        desktop.start_session_bus()
+        env = dict(desktop.env)
+        env.pop("IBUS_ADDRESS_FILE", None)
+        env["PATH"] = os.pathsep.join([str(PACKAGE_ROOT / ".venv/bin"), env.get("PATH", "")])
+        # "$EDITOR": what a user does in it, as a script.
+        editor = desktop.root / "editor"
+        editor.write_text("#!/bin/sh\nprintf '\\n[Groups/0/Items/1]\\nName=karukan\\nLayout=\\n' >> \"$1\"\n")
+        editor.chmod(0o755)
+        env["EDITOR"] = str(editor)
+        try:
+            # The login's fcitx5, before Karukan was installed (its default profile: keyboard only).
+            desktop.start_fcitx5(["keyboard-us"], ["dbus", "dbusfrontend", "keyboard"])
+
+            def sh(line: str) -> subprocess.CompletedProcess:
+                # Output to a file, not a pipe: a daemonized fcitx5 keeps its inherited stdout open.
+                with open(desktop.logs / "readme-steps.log", "ab") as log:
+                    return subprocess.run(["bash", "-c", line], env=env, cwd=PACKAGE_ROOT, stdin=subprocess.DEVNULL,
+                                          stdout=log, stderr=log, timeout=600)
+
+            previous: set[int] = set(_fcitx5_pids(desktop.home))
+
+            async def answers():
+                # The new fcitx5 answers, and the one it replaced is gone (it may answer while exiting).
+                live = set(_fcitx5_pids(desktop.home))
+                return live and not live & previous and _fcitx5_answers(env)
+
+            async def stopped():
+                return not _fcitx5_pids(desktop.home)
+
+            assert sh(install_cmd).returncode == 0
+            for block in (restart, by_hand):
+                for line in block:
+                    assert sh(line).returncode == 0, (line, desktop.log_tail("readme-steps"))
+                    # A user types the next line once the previous one took effect.
+                    if line.startswith("fcitx5-remote -e"):
+                        run(eventually(stopped, timeout_s=60, interval_s=0.1))
+                    elif line.startswith("fcitx5"):
+                        run(eventually(answers, timeout_s=60, interval_s=0.1))
+                        previous = set(_fcitx5_pids(desktop.home))
+
+            async def typed():
+                app = await FcitxApp.connect(env["DBUS_SESSION_BUS_ADDRESS"])
+                await app.set_im("karukan")
+                ok = await app.current_im() == "karukan" and await app.tap(ord("a"))
+                await app.ic("FocusIn")
+                ok = ok and app.shown.preedit == "あ"
+                app.disconnect()
+                return ok
+
+            run(eventually(typed, timeout_s=60, interval_s=0.3))
+        finally:
+            for pid in _fcitx5_pids(desktop.home):
+                _end_tree(pid)
 
 
 def test_readme_names_what_doctor_and_install_print():
