@@ -165,12 +165,12 @@ def missing_ibus_step(daemon_pid: int | None, user: Layout | None = None) -> str
     restart = ibus_restart_command(user.ibus_component_dir)
     seen = _process_env(daemon_pid, "IBUS_COMPONENT_PATH") if daemon_pid is not None else None
     if seen is None:
-        return (f"ibus-daemon must run with IBUS_COMPONENT_PATH including {user.ibus_component_dir}; "
-                f"restart it with: {restart}")
+        return (f"ibus-daemon has not read the per-user component: `ibus restart` (install refreshed IBus's "
+                f"registry cache), or if that does not help: {restart}")
     if str(user.ibus_component_dir) not in seen.split(":"):
         where = f"IBUS_COMPONENT_PATH={seen}" if seen else "IBUS_COMPONENT_PATH unset"
-        return (f"ibus-daemon was started without the per-user component directory ({where}; `ibus restart` "
-                f"keeps that environment): restart it with: {restart}")
+        return (f"ibus-daemon was started without the per-user component directory ({where}) and has not "
+                f"read the registry cache install refreshed: `ibus restart`, or if that does not help: {restart}")
     return f"ibus-daemon reads {user.ibus_component_dir} but its registry cache predates the install: restart it with: {restart}"
 
 

@@ -44,6 +44,7 @@ class Layout:
     fcitx5_addon_dir: Path      # where libkarukan.so goes
     manifest: Path
     environment_dir: Path | None  # systemd environment.d (user scope: IBUS_COMPONENT_PATH)
+    cache_home: Path | None = None  # XDG cache dir (user scope: IBus's registry cache lives there)
 
     def staged(self, path: Path) -> Path:
         """The real file for an installed path (under --root when staging)."""
@@ -65,6 +66,7 @@ def user_layout(env: dict[str, str] | None = None) -> Layout:
         fcitx5_addon_dir=home / ".local/lib/fcitx5",
         manifest=data / "karukan/installed-files",
         environment_dir=config / "environment.d",
+        cache_home=Path(env.get("XDG_CACHE_HOME") or home / ".cache"),
     )
 
 
@@ -133,6 +135,36 @@ def ibus_environment_text(component_dir: Path) -> str:
     return f"IBUS_COMPONENT_PATH={ibus_component_path(component_dir)}\n"
 
 
+def refresh_ibus_cache(layout: Layout) -> str | None:
+    """Rewrite the user's IBus registry cache from the per-user and system component directories.
+
+    ibus-daemon (--cache=auto, the default) trusts a cache whose watched directories did not
+    change, and a cache written before the install watches only the system directory: without
+    this, neither `ibus restart` nor a new login with IBUS_COMPONENT_PATH set finds the engine.
+    A daemon that loads the refreshed cache finds it whatever its own environment. Returns why
+    the cache was not written, or None.
+    """
+    return _write_ibus_cache(layout, ibus_component_path(layout.ibus_component_dir))
+
+
+def _write_ibus_cache(layout: Layout, component_path: str | None) -> str | None:
+    if shutil.which("ibus") is None:
+        return "the ibus command is not installed"
+    env = dict(os.environ)
+    env.pop("IBUS_COMPONENT_PATH", None)
+    if component_path:
+        env["IBUS_COMPONENT_PATH"] = component_path
+    if layout.cache_home is not None:
+        env["XDG_CACHE_HOME"] = str(layout.cache_home)
+    try:
+        out = subprocess.run(["ibus", "write-cache"], env=env, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"ibus write-cache: {type(exc).__name__}"
+    if out.returncode != 0:
+        return f"ibus write-cache failed: {(out.stderr or out.stdout).strip()[:200]}"
+    return None
+
+
 def ibus_restart_command(component_dir: Path) -> str:
     """The command that makes a running session's IBus read a per-user component now.
 
@@ -169,8 +201,14 @@ def install(layout: Layout, ibus: bool = True, fcitx5: bool = True, model: bool 
         _write(layout, layout.ibus_component_dir / COMPONENT_FILE, component_xml(" ".join(engine_cmd), str(icon)), report)
         if layout.environment_dir is not None:
             _write(layout, layout.environment_dir / IBUS_ENV_FILE, ibus_environment_text(layout.ibus_component_dir), report)
-            report.notes.append("IBus: to use Karukan in this session, restart ibus-daemon with the per-user "
-                                f"component directory (`ibus restart` keeps the old environment): "
+            refreshed = refresh_ibus_cache(layout)
+            if refreshed is None:
+                report.notes.append("IBus: registry cache refreshed with the per-user component: `ibus restart` "
+                                    "now finds Karukan")
+            else:
+                report.notes.append(f"IBus: registry cache not refreshed ({refreshed})")
+            report.notes.append("IBus: if `ibus restart` still cannot find Karukan, restart ibus-daemon with the "
+                                f"per-user component directory and a rebuilt cache: "
                                 f"{ibus_restart_command(layout.ibus_component_dir)}")
             report.notes.append(f"IBus: later logins read {layout.environment_dir / IBUS_ENV_FILE} (systemd "
                                 "sessions); an X session started without systemd needs `export "
@@ -193,6 +231,11 @@ def uninstall(layout: Layout) -> list[Path]:
         if path.is_file() or path.is_symlink():
             path.unlink()
             removed.append(Path(name))
+    if layout.scope == "user" and layout.ibus_component_dir / COMPONENT_FILE in removed:
+        # The registry cache install refreshed names our component: rewrite it without our directory.
+        rest = [d for d in os.environ.get("IBUS_COMPONENT_PATH", "").split(":")
+                if d and d != str(layout.ibus_component_dir)]
+        _write_ibus_cache(layout, ":".join(rest) or None)
     manifest = layout.staged(layout.manifest)
     if manifest.exists():
         manifest.unlink()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import configparser
 import shlex
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -24,7 +25,8 @@ def user_env(tmp_path: Path) -> dict[str, str]:
 
 
 def files_under(root: Path) -> set[Path]:
-    return {p for p in root.rglob("*") if p.is_file()}
+    """Files under root, except IBus's own registry cache (install and uninstall rewrite it)."""
+    return {p for p in root.rglob("*") if p.is_file() and "ibus/bus/registry" not in p.as_posix()}
 
 
 def test_user_install_writes_every_piece_and_uninstall_removes_exactly_them(tmp_path):
@@ -146,6 +148,19 @@ def test_a_user_install_prints_the_command_that_makes_ibus_read_it_now(tmp_path)
     # Issue 14 item 2: `ibus restart` keeps ibus-daemon's old environment and its registry cache.
     layout = inst.user_layout(user_env(tmp_path))
     report = inst.install(layout, fcitx5=False)
+    if shutil.which("ibus"):
+        # The user's registry cache (in this HOME, not the real one) now names our component.
+        registry = layout.cache_home / "ibus/bus/registry"
+        assert registry.is_file() and any("`ibus restart` now finds Karukan" in n for n in report.notes)
+        cached = subprocess.run(["ibus", "read-cache"], env={**user_env(tmp_path), "PATH": "/usr/bin:/bin",
+                                                            "XDG_CACHE_HOME": str(layout.cache_home)},
+                                capture_output=True, text=True, timeout=60)
+        assert str(layout.ibus_component_dir / inst.COMPONENT_FILE) in cached.stdout, cached.stdout[-2000:]
+        inst.uninstall(layout)
+        cached = subprocess.run(["ibus", "read-cache"], env={**user_env(tmp_path), "PATH": "/usr/bin:/bin",
+                                                            "XDG_CACHE_HOME": str(layout.cache_home)},
+                                capture_output=True, text=True, timeout=60)
+        assert cached.returncode == 0 and str(layout.ibus_component_dir) not in cached.stdout
     command = inst.ibus_restart_command(layout.ibus_component_dir)
     assert any(command in note for note in report.notes), report.notes
     words = shlex.split(command)
