@@ -302,7 +302,8 @@ def _install_fcitx5(layout: Layout, report: Report) -> None:
     with tempfile.TemporaryDirectory(prefix="karukan-fcitx5-build-") as build:
         stage = layout.root if layout.root != Path("/") else None
         report.installed.extend(build_fcitx5_addon(Path(build), layout, stage))
-    report.notes.append("fcitx5: restart fcitx5 (fcitx5 -r) and add Karukan in fcitx5-configtool")
+    report.notes.append("fcitx5: restart fcitx5 (fcitx5 -rd) and add Karukan in fcitx5-configtool (or edit "
+                        "~/.config/fcitx5/profile while fcitx5 is stopped: it writes the profile when it exits)")
 
 
 def _run(argv: list[str], env: dict[str, str]) -> None:
