@@ -42,3 +42,11 @@ def test_gguf_vocabulary_matches_tokenizer_json():
     vocab = json.loads((PACKAGE_MODEL_DIR / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
     assert {token: i for i, token in enumerate(tokens)} == vocab
     assert tokens[4:7] == ["\uee02", "\uee00", "\uee01"]
+
+
+def test_bundled_model_declares_its_licence():
+    gguf = pytest.importorskip("gguf", reason="gguf (the `neural` extra) is not installed")
+    reader = gguf.GGUFReader(str(PACKAGE_MODEL_DIR / f"{MODEL_NAME}.gguf"))
+    field = reader.fields["general.license"]
+    assert bytes(field.parts[field.data[0]]).decode("utf-8") == "CC-BY-SA-4.0"
+    assert "CC BY-SA 4.0" in (PACKAGE_MODEL_DIR / "NOTICE.md").read_text(encoding="utf-8")

@@ -45,10 +45,11 @@ class FusionWeights:
 
 # Weights fitted for a model by `examples/fused_quality.py --fit` (even rows of the dev sets),
 # used when the config sets no [conversion.weights]. Models not listed get FusionWeights().
-# karukan-bundled: on 1,205 fit rows of four dev sets no grid point that gives the model a say
-# fixed more rows than it broke, nor did the richer score families of
-# examples/fusion_features.py on the held-out rows (docs/conversion.md), so it gets no say:
-# every candidate scores the same and the dictionary's order stands.
+# karukan-bundled (2.6 M, general-domain corpus, refit with nll_total in the grid): on 1,155 fit
+# rows of six dev sets the best grid point is no say (+0 -0): every weighting that lets the
+# model overrule the dictionary breaks more rows than it fixes outside the chat register
+# (docs/benchmarks.md "Quality"), so every candidate scores the same and the dictionary's
+# order stands.
 FITTED_WEIGHTS: dict[str, FusionWeights] = {
     "karukan-bundled": FusionWeights(lattice=0.0, nll=0.0, learning=1.0, unaligned=0.0),
 }
