@@ -27,13 +27,6 @@ class Example(NamedTuple):
     context_len: int     # context tokens right after the context mark
 
 
-def prompt_ids(tokenizer: CharTokenizer, context: str, reading: str) -> list[int]:
-    """The jinen/zenz-v3 prompt as ids (marks as their own ids, never parsed from text)."""
-    return ([tokenizer.mark_id(CONTEXT_MARK)] + tokenizer.encode(context)
-            + [tokenizer.mark_id(INPUT_MARK)] + tokenizer.encode(reading)
-            + [tokenizer.mark_id(OUTPUT_MARK)])
-
-
 def encode_pair(tokenizer: CharTokenizer, pair: Pair, n_ctx: int) -> Example | None:
     """The training sequence of a pair; None when it does not fit n_ctx."""
     prompt = prompt_ids(tokenizer, pair.context, pair.reading)
