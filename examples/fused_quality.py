@@ -6,9 +6,11 @@ odd rows are held out and every system is scored on them. AJIMEE-Bench is never 
     python examples/fused_quality.py --model karukan-bundled --limit 700 --fit --json quality.json
 
 Dev sets: the three in karukan_engine/data/eval/ (Mozc's evaluation set, the Anthy corpus, Anthy
-with left context) and, when the training pipeline has built it locally, the held-out
-documentation split (gimp-help-ja + gnome-user-docs-ja: `pairs/test.jsonl` in the training work
-directory; never committed). Without it the set is skipped with a note.
+with left context) and, where the training pipeline has built them locally (never committed),
+its held-out sets: the documentation split (`pairs/test.jsonl`), the annotated Wikipedia test
+split and the held-out chat dialogues (`pairs/heldout/`); a set not built is skipped with a
+note. Every set with left context is also scored without it ("(no context)"); those copies are
+never fitted on.
 
 Systems: dictionary (lattice N-best), model (beam search alone), fused-rerank (one score over
 lattice cost, model NLL and learning: karukan_engine.conversion.ranking) and fused-verify
