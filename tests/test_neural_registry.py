@@ -111,3 +111,36 @@ def test_registry_ships_with_the_package(monkeypatch):
     packaged = repo_root / "karukan_engine" / "data" / "models.toml"
     assert packaged.exists() and packaged.resolve() == (repo_root / "models.toml").resolve()
     assert default_registry_path() == (repo_root / "models.toml").resolve()
+
+
+@pytest.mark.parametrize("damage", ["fifo", "directory", "deep", "not-utf8", "huge"])
+def test_a_damaged_registry_file_is_refused_with_one_line_and_never_blocks(tmp_path, damage):
+    import os
+    import threading
+
+    from karukan_engine.neural.errors import NeuralError
+
+    path = tmp_path / "models.toml"
+    if damage == "fifo":
+        os.mkfifo(path)   # nothing ever writes: a blocking read would hang
+    elif damage == "directory":
+        path.mkdir()
+    elif damage == "deep":
+        path.write_text("x = " + "[" * 50_000 + "]" * 50_000 + "\n")
+    elif damage == "not-utf8":
+        path.write_bytes(b"default = \"\xff\"\n")
+    else:
+        path.write_bytes(b"#" * (5 << 20))
+    outcome = []
+
+    def load():
+        try:
+            load_registry(path)
+            outcome.append("loaded")
+        except NeuralError as exc:
+            outcome.append(str(exc))
+
+    worker = threading.Thread(target=load, daemon=True)
+    worker.start()
+    worker.join(30)
+    assert outcome and outcome[0].startswith("models.toml") and "\n" not in outcome[0]

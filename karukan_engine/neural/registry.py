@@ -24,6 +24,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from karukan_engine.dictionary.storage import MAX_SETTINGS_BYTES, read_user_file
 from karukan_engine.neural.errors import ModelNotFoundError, NeuralError, UnknownModelError
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # karukan_engine/
@@ -152,6 +153,8 @@ def parse_registry(text: str, base: Path, source: Path | None = None) -> Registr
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise NeuralError(f"models.toml is not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise NeuralError("models.toml is nested too deeply") from None
     models = data.get("models", {})
     if not isinstance(models, dict):
         raise NeuralError("models.toml: [models] must be a table of tables")
@@ -164,9 +167,19 @@ def parse_registry(text: str, base: Path, source: Path | None = None) -> Registr
 
 def load_registry(path: Path | None = None) -> Registry:
     path = path or default_registry_path()
-    if not path.is_file():
+    try:
+        # Regular files only, size-capped: a FIFO or device named by KARUKAN_MODELS_TOML must
+        # not block or exhaust memory.
+        raw = read_user_file(path, MAX_SETTINGS_BYTES)
+    except FileNotFoundError:
         return Registry(None, {}, None)  # no registry: paths still work
-    return parse_registry(path.read_text(encoding="utf-8"), path.parent, path)
+    except OSError as exc:
+        raise NeuralError(f"models.toml cannot be read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NeuralError("models.toml is not UTF-8") from None
+    return parse_registry(text, path.parent, path)
 
 
 @dataclass(frozen=True)
