@@ -32,25 +32,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "examples"))
 
 from karukan_engine.session import Session  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
 
-# Everyday sentences (romaji as typed), 12-30 kana each; the first warms up.
+from session_bench import SENTENCES as SESSION_SENTENCES, percentile  # noqa: E402
+
 WARM_UP = "korehaundoushitemiruyoteidesu"
-SENTENCES = [
-    "kyouhaiitenkidesune",
-    "kaiginosiryouwookurimasu",
-    "ashitahaamegafurusoudesu",
-    "nihongonyuuryokuhamuzukashiikamoshiremasenn",
-    "shinkansennnokippuwoyoyakushimashita",
-    "konnshuunoyoteiwokakuninnshitekudasai",
-]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+# The session benchmark's first six sentences: fewer keys, as each one runs a large model.
+SENTENCES = SESSION_SENTENCES[:6]
 
 
 def converter_for(path: str, threads: int, fixed_tokens: int):

@@ -28,6 +28,7 @@ import numpy as np
 
 from karukan_engine.neural.char_vocab import TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_USER_DEFINED
 from karukan_engine.neural.prompt import CONTEXT_MARK, INPUT_MARK, OUTPUT_MARK
+from karukan_engine.neural.testing import block_tensors
 
 SPACE_PIECE = "\u2581"
 # llama.cpp's llama_ftype values.
@@ -205,31 +206,7 @@ def _tensors(spec: MimicSpec, n_vocab: int, eos_id: int, rng: np.random.Generato
             out["output.weight"] = head
     elif spec.always_token is not None:
         raise ValueError("always_token is only supported for gpt2")
-    for i in range(spec.n_layer):
-        p = f"blk.{i}."
-        out[p + "attn_norm.weight"] = norm(d)
-        out[p + "ffn_norm.weight"] = norm(d)
-        if gpt2:
-            out[p + "attn_norm.bias"] = w(d, std=0.05)
-            out[p + "attn_qkv.weight"] = w(3 * d, d)
-            out[p + "attn_qkv.bias"] = w(3 * d, std=0.05)
-            out[p + "attn_output.weight"] = w(d, d)
-            out[p + "attn_output.bias"] = w(d, std=0.05)
-            out[p + "ffn_norm.bias"] = w(d, std=0.05)
-            out[p + "ffn_up.weight"] = w(spec.ff, d)
-            out[p + "ffn_up.bias"] = w(spec.ff, std=0.05)
-            out[p + "ffn_down.weight"] = w(d, spec.ff)
-            out[p + "ffn_down.bias"] = w(d, std=0.05)
-        else:
-            out[p + "attn_q.weight"] = w(spec.n_head * head_dim, d)
-            out[p + "attn_k.weight"] = w(n_kv * head_dim, d)
-            out[p + "attn_v.weight"] = w(n_kv * head_dim, d)
-            out[p + "attn_output.weight"] = w(d, spec.n_head * head_dim)
-            out[p + "attn_q_norm.weight"] = norm(head_dim)
-            out[p + "attn_k_norm.weight"] = norm(head_dim)
-            out[p + "ffn_gate.weight"] = w(spec.ff, d)
-            out[p + "ffn_up.weight"] = w(spec.ff, d)
-            out[p + "ffn_down.weight"] = w(d, spec.ff)
+    out.update(block_tensors(spec.arch, spec.n_layer, d, spec.ff, spec.n_head, n_kv, head_dim, w, norm))
     return out
 
 

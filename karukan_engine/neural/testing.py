@@ -80,6 +80,41 @@ def vocabulary(size: int) -> list[str]:
     return tokens
 
 
+def block_tensors(arch: str, n_layer: int, d: int, ff: int, n_head: int, n_kv: int, head_dim: int,
+                  w, norm) -> dict[str, np.ndarray]:
+    """The per-layer tensors of a llama.cpp gpt2 / llama / qwen3 model, drawn with `w` (a matrix
+    or bias of a shape, optional std) and `norm` (a norm weight of a length)."""
+    gpt2 = arch == "gpt2"
+    out: dict[str, np.ndarray] = {}
+    for i in range(n_layer):
+        p = f"blk.{i}."
+        out[p + "attn_norm.weight"] = norm(d)
+        out[p + "ffn_norm.weight"] = norm(d)
+        if gpt2:
+            out[p + "attn_norm.bias"] = w(d, std=0.05)
+            out[p + "attn_qkv.weight"] = w(3 * d, d)
+            out[p + "attn_qkv.bias"] = w(3 * d, std=0.05)
+            out[p + "attn_output.weight"] = w(d, d)
+            out[p + "attn_output.bias"] = w(d, std=0.05)
+            out[p + "ffn_norm.bias"] = w(d, std=0.05)
+            out[p + "ffn_up.weight"] = w(ff, d)
+            out[p + "ffn_up.bias"] = w(ff, std=0.05)
+            out[p + "ffn_down.weight"] = w(d, ff)
+            out[p + "ffn_down.bias"] = w(d, std=0.05)
+        else:
+            out[p + "attn_q.weight"] = w(n_head * head_dim, d)
+            out[p + "attn_k.weight"] = w(n_kv * head_dim, d)
+            out[p + "attn_v.weight"] = w(n_kv * head_dim, d)
+            out[p + "attn_output.weight"] = w(d, n_head * head_dim)
+            out[p + "ffn_gate.weight"] = w(ff, d)
+            out[p + "ffn_up.weight"] = w(ff, d)
+            out[p + "ffn_down.weight"] = w(d, ff)
+            if arch == "qwen3":
+                out[p + "attn_q_norm.weight"] = norm(head_dim)
+                out[p + "attn_k_norm.weight"] = norm(head_dim)
+    return out
+
+
 def _tensors(spec: TinyModelSpec, rng: np.random.Generator) -> dict[str, np.ndarray]:
     d, v = spec.n_embd, spec.vocab_size
     head_dim = d // spec.n_head
@@ -100,32 +135,7 @@ def _tensors(spec: TinyModelSpec, rng: np.random.Generator) -> dict[str, np.ndar
     if gpt2:
         out["position_embd.weight"] = w(spec.n_ctx_train, d, std=0.1)
         out["output_norm.bias"] = w(d, std=0.05)
-    for i in range(spec.n_layer):
-        p = f"blk.{i}."
-        out[p + "attn_norm.weight"] = norm(d)
-        out[p + "ffn_norm.weight"] = norm(d)
-        if gpt2:
-            out[p + "attn_norm.bias"] = w(d, std=0.05)
-            out[p + "attn_qkv.weight"] = w(3 * d, d)
-            out[p + "attn_qkv.bias"] = w(3 * d, std=0.05)
-            out[p + "attn_output.weight"] = w(d, d)
-            out[p + "attn_output.bias"] = w(d, std=0.05)
-            out[p + "ffn_norm.bias"] = w(d, std=0.05)
-            out[p + "ffn_up.weight"] = w(ff, d)
-            out[p + "ffn_up.bias"] = w(ff, std=0.05)
-            out[p + "ffn_down.weight"] = w(d, ff)
-            out[p + "ffn_down.bias"] = w(d, std=0.05)
-        else:
-            out[p + "attn_q.weight"] = w(spec.n_head * head_dim, d)
-            out[p + "attn_k.weight"] = w(n_kv * head_dim, d)
-            out[p + "attn_v.weight"] = w(n_kv * head_dim, d)
-            out[p + "attn_output.weight"] = w(d, spec.n_head * head_dim)
-            out[p + "ffn_gate.weight"] = w(ff, d)
-            out[p + "ffn_up.weight"] = w(ff, d)
-            out[p + "ffn_down.weight"] = w(d, ff)
-            if spec.arch == "qwen3":
-                out[p + "attn_q_norm.weight"] = norm(head_dim)
-                out[p + "attn_k_norm.weight"] = norm(head_dim)
+    out.update(block_tensors(spec.arch, spec.n_layer, d, ff, spec.n_head, n_kv, head_dim, w, norm))
     return out
 
 
