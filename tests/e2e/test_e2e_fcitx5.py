@@ -13,6 +13,7 @@ from ime_frontend.app_clients import FCITX_CAP_PASSWORD, FCITX_CAPS, FcitxApp
 
 SPACE, RETURN = 0x20, 0xFF0D
 FCITX_HIGHLIGHT = 1 << 4
+FCITX_CAP_SENSITIVE = 1 << 36    # fcitx-utils/capabilityflags.h
 FCITX_UNDERLINE = 1 << 3
 
 
@@ -105,6 +106,35 @@ def test_password_field_never_reaches_the_engine(fcitx5_desktop):
         app.disconnect()
 
     run(body())
+
+
+def test_field_turning_sensitive_commits_what_was_typed(fcitx5_desktop):
+    """The application marks the focused field as sensitive while something is composed: the
+    addon tells the service, which commits the composition unlearned (the text is not lost,
+    nothing stays on screen); the next keys pass through, and once the field turns back typing
+    converts again. (A Password flag is handled by fcitx5 itself, which switches the input method
+    and so sends the engine a focus-out; Sensitive alone switches nothing.)"""
+    async def body():
+        await eventually(lambda: _service_up(fcitx5_desktop), timeout_s=45, interval_s=0.3)
+        app = await ready_app(fcitx5_desktop)
+        await type_text(app, "kanji")
+        assert app.shown.preedit == "かんじ"
+        await app.ic("SetCapability", "t", [FCITX_CAPS | FCITX_CAP_SENSITIVE])
+        await eventually(lambda: _committed(app, ["かんじ"]), timeout_s=10, interval_s=0.1)
+        assert app.shown.preedit == ""
+        assert await reaches_app(app, ord("x"))           # the engine no longer sees keys
+        assert app.shown.preedit == ""
+        await app.ic("SetCapability", "t", [FCITX_CAPS])
+        await type_text(app, "ka")
+        assert app.shown.preedit == "か"
+        app.disconnect()
+
+    run(body())
+
+
+async def _committed(app: FcitxApp, commits: list[str]) -> bool:
+    await app.ic("FocusIn")    # a round trip: signals sent before it are in
+    return app.shown.commits == commits
 
 
 def test_service_killed_keys_are_held_until_it_is_back(fcitx5_desktop):

@@ -8,7 +8,8 @@
 // romaji. If it does not start within the startup budget, the held keys are forwarded to the
 // application unchanged. A service that is up but slow still costs at most one timeout per key,
 // after which keys pass through for a while; a ServiceWatcher notices restarts, and the input
-// context is re-created on the next key. Password fields never reach the service. Nothing typed
+// context is re-created on the next key. Password fields never reach the service; a field that
+// becomes one while something is typed gets it committed (never learned) first. Nothing typed
 // is logged.
 
 #include <chrono>
@@ -59,6 +60,10 @@ constexpr auto kBackoff = std::chrono::seconds(2);  // after a timeout, pass key
 // its bus name); the budget leaves room for a busy machine at login.
 constexpr uint64_t kDefaultStartupUs = 5000000;
 constexpr size_t kMaxHeld = 4096;  // held events beyond this go to the application at once
+// The GTK/IBus input purpose and hint the service reads as "password field, learn nothing".
+constexpr uint32_t kPurposeFreeForm = 0;
+constexpr uint32_t kPurposePassword = 8;
+constexpr uint32_t kHintPrivate = 1u << 11;
 
 // Wire form of a view; see ime_frontend/wire.py.
 using Span = fcitx::dbus::DBusStruct<std::string, uint32_t>;
@@ -168,6 +173,11 @@ public:
             return true;
         });
         replayEvent_->setEnabled(false);
+        capabilityWatcher_ = instance_->watchEvent(
+            EventType::InputContextCapabilityChanged, EventWatcherPhase::Default, [this](Event &event) {
+                auto &changed = static_cast<CapabilityChangedEvent &>(event);
+                onCapabilityChanged(changed.inputContext(), changed.oldFlags(), changed.newFlags());
+            });
         // fcitx5 loads the addon at startup (it preloads the group's input method) or on first
         // use: start the engine service now, so that it is up before the first key.
         startService();
@@ -511,6 +521,26 @@ private:
         return outcome;
     }
 
+    // A field that turns sensitive: keys pass through from now on, so the service is told, and it
+    // commits what was being typed without learning it (that commit comes back as a ViewUpdated
+    // signal). fcitx5 itself switches input methods when the Password flag flips (the engine gets
+    // a focus-out, which commits), but not for Sensitive alone. Only contexts the service already
+    // knows are told; one it does not know has nothing typed.
+    void onCapabilityChanged(InputContext *ic, CapabilityFlags oldFlags, CapabilityFlags newFlags) {
+        const bool was = oldFlags.testAny(CapabilityFlag::PasswordOrSensitive);
+        const bool now = newFlags.testAny(CapabilityFlag::PasswordOrSensitive);
+        auto *state = ic->propertyFor(&factory_);
+        if (was == now || state->id == 0 || state->generation != generation_ || !serviceUp_) {
+            return;
+        }
+        auto msg = call("SetContentType");
+        msg << state->id << (now ? kPurposePassword : kPurposeFreeForm) << (now ? kHintPrivate : 0u);
+        auto reply = timedCall(msg);
+        if (reply.isError() && now) {
+            clearPanel(ic);  // nothing typed may stay on screen in a password field
+        }
+    }
+
     void onViewUpdated(dbus::Message &msg) {
         uint32_t id = 0;
         WireView view;
@@ -588,6 +618,7 @@ private:
     std::unique_ptr<dbus::Slot> updates_;
     std::unique_ptr<dbus::Slot> startCall_;
     std::unique_ptr<EventSource> replayEvent_;
+    std::unique_ptr<HandlerTableEntry<EventHandler>> capabilityWatcher_;
     std::deque<HeldEvent> held_;
     std::string owner_;          // the service's unique name on the bus; empty while it is not there
     bool serviceUp_ = false;
