@@ -31,8 +31,9 @@ class SavingConverter(PlainConverter):
 
     saved = 0
 
-    def save(self) -> None:
+    def save(self) -> bool:
         SavingConverter.saved += 1
+        return True
 
 
 @pytest.fixture(scope="module")
