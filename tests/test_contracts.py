@@ -20,12 +20,13 @@ from karukan_engine.conversion.contracts import (
     ModelSource,
     Persistent,
 )
+from karukan_engine.conversion.live_service import DictionaryOnly
 from karukan_engine.conversion.model_slot import Loaded
 from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.conversion.types import Converter
 from karukan_engine.dictionary.system import DEFAULT_DIR
 from session_fakes import ScriptedConverter
-from test_frontend_service import SavingConverter
+from test_frontend_service import GatedModelConverter, SavingConverter
 
 ROOT = Path(__file__).resolve().parents[1]
 has_dictionary = (DEFAULT_DIR / "meta.json").is_file()
@@ -87,11 +88,13 @@ IMPLEMENTATIONS = [
     pytest.param("LatticeConverter", lattice, (Converter, EngineConverter, DictionaryConverter),
                  marks=needs_dictionary),
     pytest.param("FusedConverter", fused, (Converter, EngineConverter, LiveConverter), marks=needs_dictionary),
+    ("DictionaryOnly", lambda: DictionaryOnly(PlainConverter()), (Converter, EngineConverter, LiveConverter)),
     ("Loaded", lambda: Loaded(object()), (ModelSource,)),
     ("LoadHandle", load_handle, (ModelSource,)),
     # test fakes: they stand in for the real thing only while they keep its contract
     ("ScriptedConverter", ScriptedConverter, (Converter, EngineConverter)),
     ("SavingConverter", SavingConverter, (EngineConverter, DictionaryConverter)),
+    ("GatedModelConverter", GatedModelConverter, (EngineConverter, LiveConverter)),
 ]
 
 
@@ -123,9 +126,20 @@ def test_a_drifted_fake_fails_the_check():
         assert_implements(PlainConverter(), LiveConverter)
 
 
+def test_the_live_service_wraps_a_converter_without_a_model_once():
+    from karukan_engine.conversion.live_service import live_converter
+
+    gated = GatedModelConverter()
+    assert live_converter(gated) is gated
+    wrapped = live_converter(PlainConverter())
+    assert isinstance(wrapped, DictionaryOnly) and not wrapped.model_ready()
+
+
 @pytest.mark.parametrize("path", [
     "karukan_engine/conversion/fused.py",
+    "karukan_engine/conversion/live_service.py",
     "karukan_engine/conversion/model_slot.py",
+    "ime_frontend/contexts.py",
     "karukan_engine/session/session.py",
     "karukan_engine/session/keys_cli.py",
 ])
