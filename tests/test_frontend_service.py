@@ -24,7 +24,7 @@ from karukan_engine.conversion.scheduler import JobContext
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.types import Candidate, ConversionRequest
 from karukan_engine.session import Session
-from karukan_engine.session.view import PreeditSpan, View
+from karukan_engine.session.view import View
 
 SPACE, RETURN, BACKSPACE = 0x20, 0xFF0D, 0xFF08
 TIMEOUT_S = 30

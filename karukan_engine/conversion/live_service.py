@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Hashable, Sequence
 
 from karukan_engine.conversion.contracts import LiveConverter
-from karukan_engine.conversion.scheduler import Priority, Scheduler
+from karukan_engine.conversion.scheduler import JobContext, Priority, Scheduler
 from karukan_engine.conversion.settings import ConversionSettings
-from karukan_engine.conversion.types import Candidate, ConversionRequest, Converter
+from karukan_engine.conversion.types import Candidate, ConversionRequest, Converter, Segment
 
 # An input context as the scheduler knows it: a number its host was given (never id() of an
 # object, which Python reuses once the object is gone).
@@ -53,23 +53,23 @@ class DictionaryOnly:
     def live_quick(self, request: ConversionRequest) -> str:
         return self.converter.live(request)
 
-    def live_refined(self, request: ConversionRequest, ctx=None) -> str | None:
+    def live_refined(self, request: ConversionRequest, ctx: JobContext | None = None) -> str | None:
         return None
 
     def suggestions(self, request: ConversionRequest, n: int = 6) -> list[Candidate]:
         return []
 
     # The rest of the contract, handed on.
-    def convert(self, request):
+    def convert(self, request: ConversionRequest) -> list[Segment]:
         return self.converter.convert(request)
 
-    def candidates(self, request, n):
+    def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
         return self.converter.candidates(request, n)
 
-    def live(self, request):
+    def live(self, request: ConversionRequest) -> str:
         return self.converter.live(request)
 
-    def record(self, pairs, left_context=""):
+    def record(self, pairs: Sequence[tuple[str, str]], left_context: str = "") -> None:
         self.converter.record(pairs, left_context)
 
     def save(self) -> bool:
