@@ -116,14 +116,16 @@ def replay_session(service: LiveService, recorder: Recorder, session: int,
             t0 = time.perf_counter()
             with recorder.lock:
                 recorder.sent[(session, key_id)] = t0
-            text = service.key(session, request, partial(recorder.on_refined, service.scheduler, session, key_id))
+            generation = service.begin(session)   # the key's one supersession, as a Session does
+            text = service.key(session, generation, request,
+                               partial(recorder.on_refined, service.scheduler, session, key_id))
             elapsed = time.perf_counter() - t0
             with recorder.lock:
                 recorder.first.append(elapsed)
                 recorder.shown[session] = key_id
                 recorder.keys += 1
             key_id += 1
-        service.supersede(session)        # commit: pending refinements are dropped
+        service.begin(session)            # commit: pending refinements are dropped
         left = (left + text)[-20:]
 
 

@@ -6,15 +6,17 @@ asyncio.Lock is FIFO and the first await of each call is the lock), so no key is
 All contexts share one converter; a single worker thread by default keeps it single-threaded.
 
 Live conversion is asynchronous: a key is answered with the dictionary's text, and the model's
-text arrives later from the engine's LiveService (one per process). Its callback runs on a
-scheduler thread; ContextHost hops to the event loop, applies the update on the session's worker
-under the same per-context lock as every other call (so it is ordered with the keys and the
-session's staleness checks see the latest key), and hands the view to `on_update`.
+text arrives later from the engine's LiveService (one per process) as an immutable LiveUpdate
+addressed to the context's id. `ContextHost.deliver` takes it from the scheduler thread to the
+event loop, applies it to the session on the session's worker under the same per-context lock
+as every other call (so it is ordered with the keys and the session's staleness check sees the
+latest event), and hands the view to `on_update`: the one way a late view reaches a frontend.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from concurrent.futures import Executor
@@ -22,8 +24,8 @@ from typing import Any, Callable, Hashable, Iterable
 
 from ime_frontend.fair import FairExecutor
 from karukan_engine.config import Config, ConfigError
-from karukan_engine.conversion.live_service import LiveService
-from karukan_engine.conversion.types import Converter
+from karukan_engine.conversion.contracts import EngineConverter
+from karukan_engine.conversion.live_service import ContextId, LiveLink, LiveService, LiveUpdate
 from karukan_engine.session import Session
 from karukan_engine.session.view import View
 
@@ -31,16 +33,18 @@ log = logging.getLogger(__name__)
 
 ViewListener = Callable[[View], None]
 
-# A session that produces late views (model results after the key was answered) offers
-# set_view_listener(callback); the callback may be called from any thread.
-LISTENER_SETTER = "set_view_listener"
-
 
 class ContextHost:
-    """One input context: a Session plus ordering, off-loop execution and late-view delivery."""
+    """One input context: a Session plus ordering, off-loop execution and late-view delivery.
+
+    context_id names the context to the live service; with `live`, it must be unique among the
+    contexts sharing that service (EngineCore.new_context numbers them).
+    """
 
     def __init__(self, session: Session, executor: Executor, loop: asyncio.AbstractEventLoop,
-                 on_update: ViewListener | None = None, live: LiveService | None = None) -> None:
+                 on_update: ViewListener | None = None, live: LiveService | None = None,
+                 context_id: ContextId = 0) -> None:
+        self.context_id = context_id
         self._session = session
         self._executor = executor
         self._loop = loop
@@ -50,9 +54,8 @@ class ContextHost:
         self._tasks: set[asyncio.Task] = set()
         self.closed = False
         self.last_used = time.monotonic()   # when a call last started or ended (eviction order)
-        _attach_listener(session, self.push_view)
         if live is not None:
-            session.attach_live_service(live, self._live_ready)
+            session.attach_live(LiveLink(live, context_id, self.deliver))
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> View:
         """Run fn(session, *args) on the worker; return the session's view afterwards."""
@@ -68,43 +71,34 @@ class ContextHost:
         """A call is running or waiting: the context is in use right now."""
         return self._lock.locked()
 
-    def push_view(self, view: View) -> None:
-        """Deliver a late view from any thread to the listener on the event loop."""
-        if self._on_update is None or self.closed:
-            return
-        self._loop.call_soon_threadsafe(self._deliver, view)
-
-    def _deliver(self, view: View) -> None:
-        if not self.closed and self._on_update is not None:
-            self._on_update(view)
-
-    def _live_ready(self) -> None:
-        """Scheduler thread: the model's live text is waiting in the session."""
+    def deliver(self, update: LiveUpdate) -> None:
+        """Any thread (a scheduler worker): a model update for this context. It travels as a
+        value; the session sees it only on its own worker, in order with the keys."""
         if self.closed:
             return
         try:
-            self._loop.call_soon_threadsafe(self._start_live_update)
+            self._loop.call_soon_threadsafe(self._start_apply, update)
         except RuntimeError:  # the event loop has ended (shutting down): nobody to show it to
             pass
 
-    def _start_live_update(self) -> None:
-        task = self._loop.create_task(self._apply_live_update())
+    def _start_apply(self, update: LiveUpdate) -> None:
+        task = self._loop.create_task(self._apply(update))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _apply_live_update(self) -> None:
+    async def _apply(self, update: LiveUpdate) -> None:
         async with self._lock:
             if self.closed:
                 return
-            # None when a newer key came meanwhile (the session checks the generation and reading).
+            # None when the update is stale (a newer event came meanwhile; the session checks).
             try:
-                view = await self._loop.run_in_executor(self._executor, self._session.apply_live_update)
+                view = await self._loop.run_in_executor(self._executor, self._session.apply_live_update, update)
             except Exception as exc:  # shutting down (executor closed) or a session bug: keep typing
                 log.warning("live update failed: %s", type(exc).__name__)
                 return
             # Emitted while holding the lock: no later key's answer can overtake this view.
-            if view is not None:
-                self._deliver(view)
+            if view is not None and not self.closed and self._on_update is not None:
+                self._on_update(view)
 
     # The operations every frontend needs, named as the session names them.
     async def process_key(self, keysym: int, modifiers: int, release: bool) -> View:
@@ -152,7 +146,7 @@ class ContextHost:
             return
         self.closed = True
         if self._live is not None:
-            self._live.close_session(id(self._session))
+            self._live.close_context(self.context_id)
 
 
 def eviction_victim(contexts: Iterable[tuple[Hashable, str, float, bool]]) -> Hashable | None:
@@ -182,36 +176,30 @@ def _invoke(session: Session, fn: Callable[..., Any], args: tuple) -> View:
     return result if isinstance(result, View) else session.view
 
 
-def _attach_listener(session: Session, listener: ViewListener) -> None:
-    setter = getattr(session, LISTENER_SETTER, None)
-    if callable(setter):
-        setter(listener)
-
-
 class EngineCore:
     """The converter, worker threads and live-conversion scheduler shared by all contexts."""
 
-    def __init__(self, converter: Converter, workers: int = 1, config: Config | None = None) -> None:
+    def __init__(self, converter: EngineConverter, workers: int = 1, config: Config | None = None) -> None:
         self.converter = converter
         self.config = config
         # Clients take turns on the workers (ime_frontend.fair): a flood from one cannot starve others.
         self.executor = FairExecutor(workers, thread_name_prefix="karukan-session")
         self.live = LiveService(converter)   # one scheduler for every context of the process
+        self._context_ids = itertools.count(1)   # the live service's names for the contexts
 
     def new_context(self, loop: asyncio.AbstractEventLoop, on_update: ViewListener | None = None) -> ContextHost:
-        return ContextHost(Session(self.converter, self.config), self.executor, loop, on_update, self.live)
+        return ContextHost(Session(self.converter, self.config), self.executor, loop, on_update, self.live,
+                           next(self._context_ids))
 
     def close(self) -> None:
         """Finish queued work, stop live refinement, then let the converter save and close."""
         self.executor.shutdown(wait=True)
         self.live.shutdown()
-        for name in ("save", "close"):
-            fn = getattr(self.converter, name, None)
-            if callable(fn):
-                try:
-                    fn()
-                except Exception:  # shutting down: report, never crash on the way out
-                    log.exception("converter %s() failed during shutdown", name)
+        for name, step in (("save", self.converter.save), ("close", self.converter.close)):
+            try:
+                step()
+            except Exception:  # shutting down: report, never crash on the way out
+                log.exception("converter %s() failed during shutdown", name)
 
 
 def build_core(use_model: bool = True, model_id: str | None = None, workers: int = 1) -> EngineCore:

@@ -9,7 +9,8 @@ from karukan_engine.conversion.types import Candidate, ConversionRequest, Segmen
 
 
 class ScriptedConverter:
-    """Implements the Converter protocol from tables.
+    """Implements EngineConverter (the Converter protocol plus save/close) from tables;
+    tests/test_contracts.py checks it against the protocols.
 
     words: reading → surfaces (best first); plain kana variants follow.
     segmentations: reading → how to split it when the user fixed nothing.
@@ -70,3 +71,9 @@ class ScriptedConverter:
     def record(self, pairs: Sequence[tuple[str, str]], left_context: str = "") -> None:
         self._check("record")
         self.recorded.append((list(pairs), left_context))
+
+    def save(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        return None

@@ -20,7 +20,7 @@ needs_dictionary = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(),
 def test_a_converter_without_tiers_answers_synchronously():
     service = LiveService(PlainConverter())
     try:
-        assert service.key("s", ConversionRequest("かな"), lambda u: None) == "かな"
+        assert service.key("s", service.begin("s"), ConversionRequest("かな"), lambda u: None) == "かな"
         assert service.scheduler.idle(10)
         assert service.scheduler.stats.submitted == 0
     finally:
@@ -76,7 +76,7 @@ def test_suggestions_arrive_for_the_current_key_only(tmp_path):
     service = LiveService(FusedConverter(base, [], lexicon=dictionary))
     got = []
     try:
-        service.scheduler.begin_key("s")
+        service.begin("s")
         service.suggest("s", ConversionRequest("ありがと"), got.append)
         assert service.scheduler.idle(30)
         assert any("ありがとう" in c.surface for c in got[0])
@@ -84,7 +84,7 @@ def test_suggestions_arrive_for_the_current_key_only(tmp_path):
         gate = threading.Event()
         service.scheduler.submit("s", Priority.EXPLICIT, lambda ctx: gate.wait(10) and None, lambda r: None)
         service.suggest("s", ConversionRequest("ありがと"), got.append)
-        service.supersede("s")          # a newer key before the suggestion job ran
+        service.begin("s")              # a newer key before the suggestion job ran
         gate.set()
         assert service.scheduler.idle(30)
         assert got == []

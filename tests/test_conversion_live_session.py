@@ -1,6 +1,5 @@
 """A real session with the fused converter and asynchronous live conversion (tiny real model)."""
 
-import threading
 from dataclasses import replace
 
 import pytest
@@ -9,7 +8,7 @@ pytest.importorskip("llama_cpp")
 
 from karukan_engine.config import Config  # noqa: E402
 from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
-from karukan_engine.conversion.live_service import LiveService  # noqa: E402
+from karukan_engine.conversion.live_service import LiveLink, LiveService  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
 from karukan_engine.conversion.types import ConversionRequest  # noqa: E402
 from karukan_engine.dictionary.learning import LearningStore  # noqa: E402
@@ -44,10 +43,10 @@ def test_keys_get_the_quick_text_and_the_model_text_follows(fused):
     service = LiveService(fused, budget_ms=60_000)
     changed = 0
     try:
-        for word in WORDS:
+        for context, word in enumerate(WORDS):
             session = live_session(fused)
-            ready = threading.Event()
-            session.attach_live_service(service, ready.set)
+            delivered = []
+            session.attach_live(LiveLink(service, context, delivered.append))
             for ch in word:
                 view = session.process_key(ord(ch))
             reading = "".join(u.text for u in session._composer.units)
@@ -55,13 +54,14 @@ def test_keys_get_the_quick_text_and_the_model_text_follows(fused):
             assert view.preedit_text.startswith(quick)       # pending romaji may follow
             assert service.scheduler.idle(60)
             refined = fused.live_refined(ConversionRequest(reading))
+            current = [u for u in delivered if u.generation == service.scheduler.generation(context)]
             if refined != quick:
-                assert ready.is_set()
-                updated = session.apply_live_update()
+                assert [u.text for u in current] == [refined]
+                updated = session.apply_live_update(current[0])
                 assert updated is not None and updated.preedit_text.startswith(refined)
                 changed += 1
             else:
-                assert session.apply_live_update() is None
+                assert current == []
     finally:
         service.shutdown()
     assert changed > 0, "the tiny model should change at least one preedit"
@@ -71,17 +71,16 @@ def test_a_stale_model_text_is_never_applied(fused):
     service = LiveService(fused, budget_ms=60_000)
     checked = 0
     try:
-        for word in WORDS:
+        for context, word in enumerate(WORDS):
             session = live_session(fused)
             updates = []
-            session.attach_live_service(service, lambda: updates.append(session._pending_live))
+            session.attach_live(LiveLink(service, context, updates.append))
             for ch in word:
                 session.process_key(ord(ch))
                 assert service.scheduler.idle(60)   # let every key's model text arrive
-            current = service.scheduler.generation(id(session))
+            current = service.scheduler.generation(context)
             for old in [u for u in updates if u.generation != current]:
-                session._pending_live = old        # as if it had arrived late
-                assert session.apply_live_update() is None
+                assert session.apply_live_update(old) is None   # as if it had arrived late
                 checked += 1
     finally:
         service.shutdown()

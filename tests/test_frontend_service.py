@@ -18,9 +18,13 @@ from ime_frontend.client import EngineClient
 from ime_frontend.contexts import EngineCore
 from ime_frontend.headless import HeadlessDesktop
 from ime_frontend.service import MAX_SURROUNDING_CHARS, EngineService, serve
+from karukan_engine.conversion.live_service import LiveUpdate
 from karukan_engine.conversion.plain import PlainConverter
+from karukan_engine.conversion.scheduler import JobContext
+from karukan_engine.conversion.settings import ConversionSettings
+from karukan_engine.conversion.types import Candidate, ConversionRequest
 from karukan_engine.session import Session
-from karukan_engine.session.view import PreeditSpan, View
+from karukan_engine.session.view import View
 
 SPACE, RETURN, BACKSPACE = 0x20, 0xFF0D, 0xFF08
 TIMEOUT_S = 30
@@ -31,8 +35,9 @@ class SavingConverter(PlainConverter):
 
     saved = 0
 
-    def save(self) -> None:
+    def save(self) -> bool:
         SavingConverter.saved += 1
+        return True
 
 
 @pytest.fixture(scope="module")
@@ -186,18 +191,31 @@ def test_sixteen_concurrent_clients_lose_and_reorder_no_key(bus_address):
         assert view == local_views([ord(c) for c in word]), word
 
 
-def test_late_views_reach_the_owner_as_signals(bus_address):
+def test_a_live_update_from_a_worker_thread_reaches_the_owner_as_a_signal(bus_address):
+    """The path a model result takes (scheduler thread -> ContextHost.deliver -> the session on
+    its worker -> ViewUpdated), fed by hand; a stale update is dropped on the same path."""
+    core = EngineCore(GatedModelConverter(), config=live_config())
+
     async def body():
-        async with running_service(bus_address) as service:
+        async with running_service(bus_address, lambda: core) as service:
             received: asyncio.Queue[View] = asyncio.Queue()
             client = await EngineClient.connect(bus_address)
             ctx = await client.create_context("late")
             ctx.on_update = received.put_nowait
+            assert (await type_keys(ctx, [ord("k"), ord("a")])).preedit_text == "か"
             host = service._contexts[ctx.id].host
-            late = View(True, (PreeditSpan("今日"),), 2)
-            threading.Thread(target=host.push_view, args=(late,)).start()   # e.g. a model worker
+            generation = core.live.scheduler.generation(host.context_id)
+            for update in (LiveUpdate(host.context_id, generation - 1, "か", "古"),   # an older key's
+                           LiveUpdate(host.context_id + 1, generation, "か", "他"),   # another context's
+                           LiveUpdate(host.context_id, generation, "か", "蚊")):
+                worker = threading.Thread(target=host.deliver, args=(update,))   # e.g. a model worker
+                worker.start()
+                worker.join()
             got = await asyncio.wait_for(received.get(), TIMEOUT_S)
-            assert got == late
+            assert got.preedit_text == "蚊"
+            assert (await ctx.get_view()).preedit_text == "蚊"
+            assert received.empty(), "stale updates must never be shown"
+            core.live.converter.gate.set()
             client.disconnect()
 
     run(body())
@@ -240,38 +258,6 @@ def test_a_second_service_refuses_to_start(bus_address):
     run(body())
 
 
-class LateSession(Session):
-    """A session that, like one with a model behind it, can produce a view after answering."""
-
-    def set_view_listener(self, listener) -> None:
-        self.listener = listener
-
-
-class LateCore(EngineCore):
-    sessions: list[LateSession] = []
-
-    def new_context(self, loop, on_update=None):
-        from ime_frontend.contexts import ContextHost
-
-        session = LateSession(self.converter)
-        LateCore.sessions.append(session)
-        return ContextHost(session, self.executor, loop, on_update)
-
-
-def test_a_sessions_view_listener_becomes_the_viewupdated_signal(bus_address):
-    async def body():
-        async with running_service(bus_address, lambda: LateCore(PlainConverter())):
-            received: asyncio.Queue[View] = asyncio.Queue()
-            client = await EngineClient.connect(bus_address)
-            await client.create_context("late", received.put_nowait)
-            late = View(True, (PreeditSpan("明日"),), 2)
-            threading.Thread(target=LateCore.sessions[-1].listener, args=(late,)).start()
-            assert await asyncio.wait_for(received.get(), TIMEOUT_S) == late
-            client.disconnect()
-
-    run(body())
-
-
 def test_a_client_cannot_open_unbounded_contexts(bus_address):
     from ime_frontend.service import MAX_CONTEXTS_PER_CLIENT
 
@@ -294,27 +280,33 @@ def test_a_client_cannot_open_unbounded_contexts(bus_address):
 
 
 class GatedModelConverter(PlainConverter):
-    """The plain converter plus a deliberately slow "model": its live text waits for `gate`.
+    """A LiveConverter: the plain converter plus a deliberately slow "model" whose live text
+    waits for `gate` (tests/test_contracts.py checks it against the protocol).
 
     The quick (dictionary) text is the kana; the model's text is the reading in brackets, so a
     test can tell which one a view shows. `started` records each reading the model began on.
     """
+
+    settings = ConversionSettings()
 
     def __init__(self) -> None:
         self.gate = threading.Event()
         self.started: dict[str, threading.Event] = {}
         self.closed = 0
 
-    def ready_slots(self) -> list[str]:
-        return ["gated"]
+    def model_ready(self) -> bool:
+        return True
 
-    def live_quick(self, request) -> str:
+    def live_quick(self, request: ConversionRequest) -> str:
         return request.reading
 
-    def live_refined(self, request, ctx=None) -> str:
+    def live_refined(self, request: ConversionRequest, ctx: JobContext | None = None) -> str | None:
         self.started.setdefault(request.reading, threading.Event()).set()
         self.gate.wait(TIMEOUT_S)
         return f"[{request.reading}]"
+
+    def suggestions(self, request: ConversionRequest, n: int = 6) -> list[Candidate]:
+        return []
 
     def model_started(self, reading: str) -> bool:
         return self.started.setdefault(reading, threading.Event()).wait(TIMEOUT_S)

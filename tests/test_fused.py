@@ -281,15 +281,15 @@ def test_live_service_answers_now_and_refines_later(fused):
     updates = []
     try:
         reading = READINGS[0]
-        quick = service.key("s", req(reading), updates.append)
+        quick = service.key("s", service.begin("s"), req(reading), updates.append)
         assert quick == fused.live_quick(req(reading))
         assert service.scheduler.idle(30)
         refined = fused.live_refined(req(reading))
         assert [u.text for u in updates] == ([refined] if refined != quick else [])
         # Two keys in a row: only the second key's refinement may arrive.
         updates.clear()
-        service.key("s", req("とうきょうと"), updates.append)
-        last = service.key("s", req("とうきょうとに"), updates.append)
+        service.key("s", service.begin("s"), req("とうきょうと"), updates.append)
+        last = service.key("s", service.begin("s"), req("とうきょうとに"), updates.append)
         assert service.scheduler.idle(30)
         assert all(u.reading == "とうきょうとに" for u in updates)
         assert service.call("s", lambda: fused.candidates(req("とうきょう"), 3))

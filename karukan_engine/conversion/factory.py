@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from karukan_engine.conversion.types import Converter
+from karukan_engine.conversion.contracts import DictionaryConverter, EngineConverter
 
 if TYPE_CHECKING:
     from karukan_engine.conversion.settings import ConversionSettings
@@ -32,7 +32,7 @@ class ConverterOptions:
     conversion: "ConversionSettings | None" = None  # the config's [conversion] table; None = defaults
 
 
-def build_converter(options: ConverterOptions = ConverterOptions()) -> Converter:
+def build_converter(options: ConverterOptions = ConverterOptions()) -> EngineConverter:
     base = _dictionary_converter()
     if base is None:
         from karukan_engine.conversion.plain import PlainConverter
@@ -47,7 +47,7 @@ def build_converter(options: ConverterOptions = ConverterOptions()) -> Converter
     return build_fused_converter(base, options)
 
 
-def _dictionary_converter() -> Converter | None:
+def _dictionary_converter() -> DictionaryConverter | None:
     try:
         from karukan_engine.lattice.converter import LatticeConverter
     except ImportError:

@@ -19,11 +19,12 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from karukan_engine.conversion.align import Aligner, Alignment
 from karukan_engine.conversion.cache import ConversionCache
 from karukan_engine.conversion.chunking import chunk_left_context, split_chunks
+from karukan_engine.conversion.contracts import DictionaryConverter, EngineConverter
 from karukan_engine.conversion.deadline import BudgetChooser, Option, StageTimings
 from karukan_engine.conversion.live import ChunkedLive
 from karukan_engine.conversion.model_slot import ModelSlot
@@ -31,9 +32,12 @@ from karukan_engine.conversion.ranking import VARIANT_SOURCE, Evidence, dedup, r
 from karukan_engine.conversion.scheduler import JobContext
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import suggestions
-from karukan_engine.conversion.types import Candidate, ConversionRequest, Converter, Segment
+from karukan_engine.conversion.types import Candidate, ConversionRequest, Segment
 from karukan_engine.conversion.verify import verify_draft
 from karukan_engine.neural.errors import NeuralError
+
+if TYPE_CHECKING:
+    from karukan_engine.conversion.factory import ConverterOptions
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +51,9 @@ OTHER_CANDIDATES_SPLIT = 5
 
 
 class FusedConverter:
-    def __init__(self, base: Converter, slots: Sequence[ModelSlot] = (),
+    """Implements LiveConverter (contracts.py) over a DictionaryConverter."""
+
+    def __init__(self, base: DictionaryConverter, slots: Sequence[ModelSlot] = (),
                  settings: ConversionSettings = ConversionSettings(), lexicon=None) -> None:
         """slots: models best first (e.g. main, then light); lexicon: the system dictionary."""
         self.base = base
@@ -66,6 +72,9 @@ class FusedConverter:
 
     def ready_slots(self) -> list[ModelSlot]:
         return [slot for slot in self.slots if slot.get() is not None]
+
+    def model_ready(self) -> bool:
+        return any(slot.get() is not None for slot in self.slots)
 
     def wait_for_model(self, timeout: float | None = None) -> bool:
         """Block until the first model finished loading; True when it is usable."""
@@ -206,7 +215,7 @@ class FusedConverter:
             return base[:n]
 
     def _chosen_before(self, request: ConversionRequest, base: Sequence[Candidate]) -> bool:
-        learning = getattr(self.base, "learning", None)
+        learning = self.base.learning
         return bool(base and base[0].source == LEARNING_SOURCE and learning is not None
                     and base[0].surface in learning.lookup(request.reading))
 
@@ -324,8 +333,7 @@ class FusedConverter:
 
     def suggestions(self, request: ConversionRequest, n: int = 6) -> list[Candidate]:
         """Completions of what was typed: learned ones, then dictionary predictive search."""
-        return suggestions(request.reading, getattr(self.base, "learning", None),
-                           getattr(self.base, "dictionary", None), limit=n)
+        return suggestions(request.reading, self.base.learning, self.base.dictionary, limit=n)
 
     # --- learning ----------------------------------------------------------------------------
 
@@ -338,16 +346,13 @@ class FusedConverter:
 
     def save(self) -> bool:
         """Write the base converter's pending learning now. True when everything is on disk."""
-        save = getattr(self.base, "save", None)
-        return save() if save is not None else True
+        return self.base.save()
 
     def close(self) -> None:
         for slot in self.slots:
             slot.close()
         # The base (a LatticeConverter) flushes its debounced learning on close.
-        close = getattr(self.base, "close", None)
-        if close is not None:
-            close()
+        self.base.close()
 
 
 def _span_bounds(readings: Sequence[str]) -> list[tuple[int, int]]:
@@ -379,14 +384,14 @@ def _presentable(text: str) -> bool:
     return bool(text) and all((ch.isprintable() or ch == "\u3000") and ch != "\ufffd" for ch in text)
 
 
-def build_fused_converter(base: Converter, options) -> Converter:
+def build_fused_converter(base: DictionaryConverter, options: ConverterOptions) -> EngineConverter:
     """The fused pipeline over `base`, with the configured model loading in the background.
 
     options: factory.ConverterOptions. Without `require_model`, a missing model leaves the
     dictionary converter and a model that fails to load leaves a FusedConverter that answers like
     `base`. With it (the user named the model), either raises a NeuralError instead.
     """
-    required = getattr(options, "require_model", False)
+    required = options.require_model
     try:
         from karukan_engine.neural.background import load_in_background
         from karukan_engine.neural.errors import NeuralError
@@ -404,7 +409,7 @@ def build_fused_converter(base: Converter, options) -> Converter:
         log.warning("no model for the fused converter (%s); dictionary only", type(exc).__name__)
         return base
     model_id = resolved.entry.id if resolved.entry is not None else (options.model_id or "default")
-    settings = getattr(options, "conversion", None) or ConversionSettings.from_config()
+    settings = options.conversion or ConversionSettings.from_config()
     settings = settings.for_model(model_id)
     handle = load_in_background(options.model_id) if options.model_id else _load_default()
     if required:
@@ -413,8 +418,8 @@ def build_fused_converter(base: Converter, options) -> Converter:
     if settings.light_model:
         # A light model is optional: if it fails to load, its slot simply stays empty.
         slots.append(ModelSlot(load_in_background(settings.light_model), settings.light_model))
-    converter = FusedConverter(base, slots, settings, lexicon=getattr(base, "dictionary", None))
-    if not getattr(options, "load_in_background", False):
+    converter = FusedConverter(base, slots, settings, lexicon=base.dictionary)
+    if not options.load_in_background:
         converter.wait_for_model()
     return converter
 

@@ -1,58 +1,116 @@
-"""Live conversion for many sessions: the quick answer now, the model's answer later.
+"""Live conversion for many input contexts: the quick answer now, the model's answer later.
 
-`key()` is called on the key-handling path. It supersedes the session's earlier work, returns
-the dictionary text at once and, when a model is ready, queues the model's refinement on the
-scheduler; the refined text arrives through the session's callback (never after a newer key,
-see scheduler.py), which the frontend turns into a preedit update.
+The flow is one way. Each event of a context begins one new generation (`begin`: the only
+supersession, which drops the context's older work). `key()` answers that event with the
+dictionary text at once and, when a model is ready, queues the model's refinement on the
+scheduler. The scheduler hands the refined text, as an immutable LiveUpdate addressed to the
+context and the generation, to the context's `deliver` callback (never after a newer event has
+begun, see scheduler.py); the context host applies it to its session on the session's own
+executor and emits the view.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Hashable, Sequence
 
-from karukan_engine.conversion.scheduler import Priority, Scheduler
-from karukan_engine.conversion.types import ConversionRequest, Converter
+from karukan_engine.conversion.contracts import LiveConverter
+from karukan_engine.conversion.scheduler import JobContext, Priority, Scheduler
+from karukan_engine.conversion.settings import ConversionSettings
+from karukan_engine.conversion.types import Candidate, ConversionRequest, Converter, Segment
+
+# An input context as the scheduler knows it: a number its host was given (never id() of an
+# object, which Python reuses once the object is gone).
+ContextId = Hashable
 
 
 @dataclass(frozen=True)
 class LiveUpdate:
-    session: Hashable
-    generation: int        # the scheduler generation (key) this text belongs to
+    """A model refinement on its way from a scheduler worker to the context that asked for it."""
+
+    context: ContextId
+    generation: int        # the event (begin) this text belongs to
     reading: str
     text: str
     changed: bool = True   # False: the model agreed with the quick text (only with deliver_unchanged)
 
 
+LiveDelivery = Callable[[LiveUpdate], None]
+
+
+class DictionaryOnly:
+    """A LiveConverter over a converter without a model: the quick text is its live(), and
+    nothing is ever refined. LiveService wraps such converters once, so it never probes."""
+
+    def __init__(self, converter: Converter) -> None:
+        self.converter = converter
+        self.settings = ConversionSettings(workers=1)   # nothing runs in the background but calls
+
+    def model_ready(self) -> bool:
+        return False
+
+    def live_quick(self, request: ConversionRequest) -> str:
+        return self.converter.live(request)
+
+    def live_refined(self, request: ConversionRequest, ctx: JobContext | None = None) -> str | None:
+        return None
+
+    def suggestions(self, request: ConversionRequest, n: int = 6) -> list[Candidate]:
+        return []
+
+    # The rest of the contract, handed on.
+    def convert(self, request: ConversionRequest) -> list[Segment]:
+        return self.converter.convert(request)
+
+    def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
+        return self.converter.candidates(request, n)
+
+    def live(self, request: ConversionRequest) -> str:
+        return self.converter.live(request)
+
+    def record(self, pairs: Sequence[tuple[str, str]], left_context: str = "") -> None:
+        self.converter.record(pairs, left_context)
+
+    def save(self) -> bool:
+        return True   # the owner of `converter` saves it
+
+    def close(self) -> None:
+        return None
+
+
+def live_converter(converter: Converter) -> LiveConverter:
+    """The converter itself when a model can refine its live text, else DictionaryOnly."""
+    return converter if isinstance(converter, LiveConverter) else DictionaryOnly(converter)
+
+
 class LiveService:
     def __init__(self, converter: Converter, scheduler: Scheduler | None = None,
                  budget_ms: float | None = None, deliver_unchanged: bool = False) -> None:
-        """deliver_unchanged: also call back when the model's text equals the quick text
+        """deliver_unchanged: also deliver when the model's text equals the quick text
         (benchmarks time every finished refinement; frontends need only changes)."""
-        self.converter = converter
+        self.converter = live_converter(converter)
         self.deliver_unchanged = deliver_unchanged
-        settings = getattr(converter, "settings", None)
-        workers = settings.workers if settings is not None else 1
-        self.scheduler = scheduler or Scheduler(workers=workers)
+        settings = self.converter.settings
+        self.scheduler = scheduler or Scheduler(workers=settings.workers)
         self._own_scheduler = scheduler is None
-        default_budget = settings.live_budget_ms if settings is not None else 50.0
-        self.budget_s = (budget_ms if budget_ms is not None else default_budget) / 1000.0
+        self.budget_s = (budget_ms if budget_ms is not None else settings.live_budget_ms) / 1000.0
 
     @property
     def asynchronous(self) -> bool:
         """True when a model can refine the quick text later."""
-        ready = getattr(self.converter, "ready_slots", None)
-        return ready is not None and bool(ready())
+        return self.converter.model_ready()
 
-    def key(self, session: Hashable, request: ConversionRequest,
-            on_refined: Callable[[LiveUpdate], None]) -> str:
-        """The live text to show now; a better one may follow through on_refined."""
-        generation = self.scheduler.begin_key(session)
-        quick = getattr(self.converter, "live_quick", None)
-        if quick is None:
-            return self.converter.live(request)
-        text = quick(request)
+    def begin(self, context: ContextId) -> int:
+        """A new event in `context`: its earlier work is superseded. Returns the event's
+        generation, which key() and the updates it causes carry."""
+        return self.scheduler.begin_key(context)
+
+    def key(self, context: ContextId, generation: int, request: ConversionRequest,
+            deliver: LiveDelivery) -> str:
+        """The live text to show now for the event `generation`; a better one may follow as a
+        LiveUpdate passed to `deliver` (on a scheduler worker)."""
+        text = self.converter.live_quick(request)
         if request.reading and self.asynchronous:
             def work(ctx):
                 refined = self.converter.live_refined(request, ctx)
@@ -60,29 +118,27 @@ class LiveService:
                     return None
                 return refined
 
-            def deliver(refined: str) -> None:
-                on_refined(LiveUpdate(session, generation, request.reading, refined, refined != text))
+            def hand_over(refined: str) -> None:
+                deliver(LiveUpdate(context, generation, request.reading, refined, refined != text))
 
-            self.scheduler.submit(session, Priority.LIVE, work, deliver, budget_s=self.budget_s)
+            self.scheduler.submit(context, Priority.LIVE, work, hand_over, budget_s=self.budget_s,
+                                  generation=generation)
         return text
 
-    def suggest(self, session: Hashable, request: ConversionRequest,
+    def suggest(self, context: ContextId, request: ConversionRequest,
                 on_suggestions: Callable[[list], None], n: int = 6) -> None:
-        """Queue completions for the current key at the lowest priority (no-op without them)."""
-        find = getattr(self.converter, "suggestions", None)
-        if find is None or not request.reading:
+        """Queue completions for the current event at the lowest priority (none without a model
+        pipeline: DictionaryOnly finds nothing)."""
+        if not request.reading:
             return
-        self.scheduler.submit(session, Priority.SUGGESTION, lambda ctx: find(request, n) or None,
+        find = self.converter.suggestions
+        self.scheduler.submit(context, Priority.SUGGESTION, lambda ctx: find(request, n) or None,
                               on_suggestions)
 
-    def supersede(self, session: Hashable) -> None:
-        """A key that needs no live text (commit, cancel, conversion): drop pending updates."""
-        self.scheduler.begin_key(session)
+    def call(self, context: ContextId, work: Callable[[], Any], priority: Priority = Priority.EXPLICIT) -> Any:
+        """Run `work` on a worker, ahead of lower-priority work of every context, and wait.
 
-    def call(self, session: Hashable, work: Callable[[], Any], priority: Priority = Priority.EXPLICIT) -> Any:
-        """Run `work` on a worker, ahead of lower-priority work of every session, and wait.
-
-        Newer keys do not cancel it (the caller is waiting for it); its exception is re-raised here.
+        Newer events do not cancel it (the caller is waiting for it); its exception is re-raised here.
         """
         done = threading.Event()
         box: list[tuple[bool, Any]] = []
@@ -95,7 +151,7 @@ class LiveService:
             finally:
                 done.set()
 
-        self.scheduler.submit(session, priority, job, lambda _: None, supersedable=False)
+        self.scheduler.submit(context, priority, job, lambda _: None, supersedable=False)
         while not done.wait(0.5):
             if self.scheduler.closed:
                 raise RuntimeError("scheduler shut down before the conversion ran")
@@ -104,9 +160,26 @@ class LiveService:
             raise value
         return value
 
-    def close_session(self, session: Hashable) -> None:
-        self.scheduler.close_session(session)
+    def close_context(self, context: ContextId) -> None:
+        self.scheduler.close_session(context)
 
     def shutdown(self) -> None:
         if self._own_scheduler:
             self.scheduler.shutdown()
+
+
+@dataclass(frozen=True)
+class LiveLink:
+    """One input context's end of the live service, given to its session: the session begins
+    each event through it and asks for the event's live text; updates go to `deliver` (the
+    context host), never back into the session from a worker thread."""
+
+    service: LiveService
+    context: ContextId
+    deliver: LiveDelivery
+
+    def begin(self) -> int:
+        return self.service.begin(self.context)
+
+    def key(self, generation: int, request: ConversionRequest) -> str:
+        return self.service.key(self.context, generation, request, self.deliver)

@@ -17,6 +17,7 @@ import threading
 import unicodedata
 from typing import Any, Callable, Hashable
 
+from karukan_engine.conversion.contracts import ModelSource
 from karukan_engine.conversion.greedy_batcher import GreedyBatcher
 from karukan_engine.neural.generation import Generation
 from karukan_engine.neural.greedy_pool import GreedyJob, GreedyPool
@@ -29,17 +30,39 @@ SESSION_SEQUENCES = 16  # sessions whose KV stays live in the shared context (al
 _VERIFY = object()  # the sequence that draft checks use
 
 
+class _LastCall(threading.local):
+    atypical = True   # per thread: was the last greedy call's time not the model's service time?
+
+
+class Loaded:
+    """A ModelSource whose model is already loaded (or absent for good: None)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.error: Exception | None = None
+
+    def ready(self) -> bool:
+        return self.model is not None
+
+    def done(self) -> bool:
+        return True
+
+    def wait(self, timeout: float | None = None) -> Any:
+        return self.model
+
+
 class ModelSlot:
     def __init__(self, source: Any, model_id: str, fixed_tokens: int | None = None) -> None:
-        """source: a NeuralModel, or a handle with ready()/done()/model/error.
+        """source: a ModelSource (a model loading in the background) or a loaded NeuralModel.
 
         fixed_tokens: benchmarks with random-weight models only: every greedy conversion
         generates exactly this many tokens (stop tokens ignored), so timings mean something.
         """
         self.model_id = model_id
         self.fixed_tokens = fixed_tokens
-        self._source = source
-        self._local = threading.local()  # whether this thread's last greedy time was atypical
+        # Decided once here: every later call talks to a ModelSource.
+        self._source: ModelSource = source if isinstance(source, ModelSource) else Loaded(source)
+        self._local = _LastCall()
         self._batcher: GreedyBatcher | None = None
         self._lock = threading.Lock()
         self._failure_logged = False
@@ -47,24 +70,17 @@ class ModelSlot:
     def get(self):
         """The loaded model, or None while loading or after a failed load."""
         source = self._source
-        if source is None:
-            return None
-        if not hasattr(source, "ready"):
-            return source
         if source.ready():
             return source.model
-        if source.done() and not self._failure_logged:
+        if source.done() and source.error is not None and not self._failure_logged:
             self._failure_logged = True
             log.warning("model %s unavailable, dictionary only: %s", self.model_id, source.error)
         return None
 
     def wait(self, timeout: float | None = None):
         """Block until loading ends; the model or None when it failed."""
-        source = self._source
-        if source is None or not hasattr(source, "wait"):
-            return self.get()
         try:
-            return source.wait(timeout)
+            return self._source.wait(timeout)
         except TimeoutError:
             return None
         except Exception:  # the load error is reported once by get()
@@ -96,7 +112,7 @@ class ModelSlot:
         """True when this thread's last greedy call's time was not the model's service time (the
         deadline predictor's sample): it had to create the llama context, or it queued behind
         another thread's batch (queueing, like time in the scheduler's queue, is not service)."""
-        return getattr(self._local, "atypical", True)
+        return self._local.atypical
 
     def batching(self) -> tuple[int, int]:
         """(generate_many batches, greedy jobs they decoded) so far, for benchmarks."""

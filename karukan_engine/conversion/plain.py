@@ -40,7 +40,11 @@ def kana_variants(reading: str) -> list[Candidate]:
 
 
 class PlainConverter:
-    """Implements the Converter protocol with kana variants only; learns nothing."""
+    """Implements DictionaryConverter (contracts.py) with kana variants only: no dictionary, no
+    learning, nothing to save."""
+
+    learning = None
+    dictionary = None
 
     def convert(self, request: ConversionRequest) -> list[Segment]:
         reading = request.reading
@@ -62,6 +66,12 @@ class PlainConverter:
         return request.reading
 
     def record(self, pairs: Sequence[tuple[str, str]], left_context: str = "") -> None:
+        return None
+
+    def save(self) -> bool:
+        return True
+
+    def close(self) -> None:
         return None
 
 

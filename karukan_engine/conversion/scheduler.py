@@ -133,9 +133,12 @@ class Scheduler:
         budget_s: float | None = None,
         expire_late: bool = False,
         supersedable: bool = True,
+        generation: int | None = None,
     ) -> JobContext:
-        """Queue `work(ctx)` for the session's current generation; `deliver(result)` if still current.
+        """Queue `work(ctx)` for a generation of the session; `deliver(result)` if still current.
 
+        generation: the event the work belongs to (the value begin_key returned); None: the
+        current one. Work of an older generation is dropped unrun.
         `work` returning None delivers nothing. `deliver` runs on a worker thread under the
         session's lock: keep it short (post to the frontend's main loop).
         """
@@ -144,7 +147,8 @@ class Scheduler:
             if self._closed:
                 raise RuntimeError("scheduler is shut down")
             deadline = None if budget_s is None else time.monotonic() + budget_s
-            ctx = JobContext(session, state.generation, Priority(priority), deadline, supersedable)
+            ctx = JobContext(session, state.generation if generation is None else generation,
+                             Priority(priority), deadline, supersedable)
             self._pending.append(_Job(ctx, work, deliver, expire_late, next(self._order)))
             self.stats.submitted += 1
             self._lock.notify()
@@ -208,6 +212,8 @@ class Scheduler:
                 keep.append(job)
             else:
                 self.stats.dropped_stale += 1
+        if len(keep) < len(self._pending):
+            self._lock.notify_all()   # idle() waiters: the queue got shorter without a job running
         self._pending = keep
 
     def _next_job_locked(self) -> _Job | None:

@@ -1,4 +1,4 @@
-"""LatticeConverter: the dictionary converter (Converter protocol) over Mozc's OSS data.
+"""LatticeConverter: the dictionary converter (DictionaryConverter protocol) over Mozc's OSS data.
 
 convert(): best path (Viterbi) -> bunsetsu segments (Mozc's segmenter rules, user-fixed
 boundaries kept); each segment's candidates are the N-best spellings of its span inside one

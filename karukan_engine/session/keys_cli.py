@@ -136,7 +136,5 @@ def run(args: argparse.Namespace) -> int:
         for line in format_view(view):
             out.write(line + "\n")
     out.flush()
-    close = getattr(converter, "close", None)
-    if callable(close):   # writes learning that is saved in the background
-        close()
+    converter.close()   # writes learning that is saved in the background
     return 0

@@ -8,7 +8,7 @@ session calls only the Converter protocol, and never logs what the user types.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from karukan_engine.config import Config
 from karukan_engine.conversion.plain import PlainConverter
@@ -39,6 +39,9 @@ from karukan_engine.session.keysyms import (
 from karukan_engine.session.modes import InputMode, State
 from karukan_engine.session.segments import TRANSLITERATION, Conversion
 from karukan_engine.session.view import CandidateItem, CandidatePage, PreeditSpan, PreeditStyle, View
+
+if TYPE_CHECKING:
+    from karukan_engine.conversion.live_service import LiveLink, LiveUpdate
 
 log = logging.getLogger(__name__)
 _REPORTED: set[str] = set()   # keymap / romaji table problems already logged by this process
@@ -114,10 +117,9 @@ class Session:
         self._live_enabled = self.config.session.live_conversion
         self._live_text: str | None = None
         self._live_hidden = False             # back to the reading: kana until the next edit
-        # Asynchronous live conversion (attach_live_service): the model's text arrives later.
-        self._live_service = None
-        self._live_listener: Callable[[], None] | None = None
-        self._pending_live = None             # a refined LiveUpdate waiting for apply_live_update
+        # Asynchronous live conversion (attach_live): the model's text arrives later.
+        self._live_link: LiveLink | None = None
+        self._generation = 0                  # the live generation of the current event
         self._left_context = ""
         self._right_context = ""
         self._password = False
@@ -201,34 +203,28 @@ class Session:
         self._left_context = left[-n:] if n else ""
         self._right_context = right[:n]
 
-    def attach_live_service(self, service, listener: Callable[[], None]) -> None:
+    def attach_live(self, link: LiveLink) -> None:
         """Refine live conversion off the key path (karukan_engine.conversion.live_service).
 
-        Each key is answered with the quick (dictionary) text; when the model's text is ready,
-        `listener()` is called on a worker thread, and the frontend then calls
-        `apply_live_update()` on its own thread and renders the View it returns.
+        Each event begins one live generation through `link`, and a key is answered with the
+        quick (dictionary) text. The model's text goes to the link's deliver callback (the
+        context host), which passes it back in with `apply_live_update` on this session's thread.
         """
-        self._live_service = service
-        self._live_listener = listener
+        self._live_link = link
 
-    def apply_live_update(self) -> View | None:
-        """The View with the model's live text, or None when there is none or it is stale."""
-        update, self._pending_live = self._pending_live, None
-        if update is None or self._live_service is None:
+    def apply_live_update(self, update: LiveUpdate) -> View | None:
+        """The View with the model's live text, or None when the update is stale: for another
+        context, an older event, or a reading no longer composed. Not an event itself: it
+        supersedes nothing."""
+        link = self._live_link
+        if link is None or update.context != link.context or update.generation != self._generation:
             return None
-        current = self._live_service.scheduler.generation(id(self)) == update.generation
         settled = "".join(u.text for u in self._composer.units)
-        if not current or self._state is not State.COMPOSITION or reading_of(settled) != update.reading:
+        if self._state is not State.COMPOSITION or reading_of(settled) != update.reading:
             return None
-        self._begin_event()
+        self._clear_event_output()
         self._live_text = update.text
         return self._finish(True)
-
-    def _on_live_refined(self, update) -> None:
-        # Worker thread: only hand over; the frontend applies it on its own thread.
-        self._pending_live = update
-        if self._live_listener is not None:
-            self._live_listener()
 
     def set_content_type(self, purpose: int, hints: int) -> View | None:
         """Password and PIN fields: keys pass through and nothing is learned.
@@ -442,8 +438,8 @@ class Session:
             return
         request = self._request(reading_of(settled))
         try:
-            if self._live_service is not None:
-                self._live_text = self._live_service.key(id(self), request, self._on_live_refined) or None
+            if self._live_link is not None:
+                self._live_text = self._live_link.key(self._generation, request) or None
             else:
                 self._live_text = self.converter.live(request) or None
         except Exception as exc:  # a failing converter must not take the keyboard down
@@ -628,10 +624,14 @@ class Session:
     # ---------------------------------------------------------------- view
 
     def _begin_event(self) -> None:
+        self._clear_event_output()
+        if self._live_link is not None:
+            # The event's one supersession: a pending model result would now be stale.
+            self._generation = self._live_link.begin()
+
+    def _clear_event_output(self) -> None:
         self._commit = ""
         self._aux = ""
-        if self._live_service is not None:
-            self._live_service.supersede(id(self))   # a pending model result would now be stale
 
     def _finish(self, handled: bool) -> View:
         return self._build_view(handled, self._commit)

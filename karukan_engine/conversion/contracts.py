@@ -1,0 +1,100 @@
+"""The declared contracts of the conversion layer, beyond the session's `Converter` (types.py).
+
+Callers type against these protocols and call their members directly; nothing probes a converter
+with getattr/hasattr. tests/test_contracts.py checks that every concrete class and every test
+fake named there implements its protocols with the same signatures, so drift fails a test.
+
+    Converter            what a Session calls: convert, candidates, live, record (types.py)
+    Persistent           save() now, close() at exit: user data reaches the disk
+    EngineConverter      a converter a process owns: Converter + Persistent
+    DictionaryConverter  the dictionary layer under the fusion: + learning, dictionary
+    LiveConverter        the fused pipeline: + live_quick / live_refined / model_ready, suggestions
+    ModelSource          what a ModelSlot waits on: a model loading in the background
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from karukan_engine.conversion.types import Candidate, ConversionRequest, Converter
+
+if TYPE_CHECKING:
+    from karukan_engine.conversion.scheduler import JobContext
+    from karukan_engine.conversion.settings import ConversionSettings
+    from karukan_engine.dictionary.learning import LearningStore
+    from karukan_engine.dictionary.system import SystemDictionary
+
+
+@runtime_checkable
+class Persistent(Protocol):
+    """Holds user data (learning) that must reach the disk."""
+
+    def save(self) -> bool:
+        """Write pending data now; True when everything is on disk."""
+        ...
+
+    def close(self) -> None:
+        """Write what is pending and release files and models; the last call."""
+        ...
+
+
+@runtime_checkable
+class EngineConverter(Converter, Persistent, Protocol):
+    """The converter a process (CLI, engine service) builds once, shares and shuts down."""
+
+
+@runtime_checkable
+class DictionaryConverter(EngineConverter, Protocol):
+    """The dictionary converter the fused pipeline stands on (LatticeConverter; PlainConverter
+    when no dictionary is built): its learning history and system dictionary feed suggestions,
+    alignment and the "chosen before" rule."""
+
+    learning: LearningStore | None
+    dictionary: SystemDictionary | None
+
+
+@runtime_checkable
+class LiveConverter(EngineConverter, Protocol):
+    """A converter whose live text a model refines off the key path (FusedConverter).
+
+    live_quick answers the key at once; live_refined runs on a scheduler worker and may take
+    the key's whole time budget (ctx.remaining()); LiveService drives both.
+    """
+
+    settings: ConversionSettings
+
+    def model_ready(self) -> bool:
+        """True when a model is loaded, so live_refined can improve on live_quick."""
+        ...
+
+    def live_quick(self, request: ConversionRequest) -> str:
+        """The live text a key gets at once (dictionary, plus chunks a model already refined)."""
+        ...
+
+    def live_refined(self, request: ConversionRequest, ctx: JobContext | None = None) -> str | None:
+        """The model's live text, or None (no model, over budget, or ctx cancelled)."""
+        ...
+
+    def suggestions(self, request: ConversionRequest, n: int = 6) -> list[Candidate]:
+        """Up to n completions of what was typed, best first."""
+        ...
+
+
+@runtime_checkable
+class ModelSource(Protocol):
+    """A model that may still be loading (neural.background.LoadHandle)."""
+
+    model: Any
+    error: Exception | None
+
+    def ready(self) -> bool:
+        """True once loading succeeded."""
+        ...
+
+    def done(self) -> bool:
+        """True once loading ended, either way."""
+        ...
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """The model; raises the load error, or TimeoutError while still loading."""
+        ...
