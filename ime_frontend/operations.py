@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from functools import cached_property
 from enum import Enum
+from functools import cached_property
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 from xml.sax.saxutils import escape
 

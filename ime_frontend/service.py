@@ -1,7 +1,8 @@
 """The Karukan engine service: one process on the session bus serving many input contexts.
 
-Interface org.karukan.Engine1 at /org/karukan/Engine (bus name org.karukan.Engine). Methods are
-dispatched from raw messages (not a dbus-fast ServiceInterface) because every call needs its
+Interface org.karukan.Engine1 at /org/karukan/Engine (bus name org.karukan.Engine); its methods
+are declared in ime_frontend.operations, and the dispatch table and introspection XML here are
+built from that table. Methods are dispatched from raw messages (not a dbus-fast ServiceInterface) because every call needs its
 sender: a context belongs to the connection that created it, is invisible to others, and dies
 when that connection leaves the bus. Views are sent as one struct (see ime_frontend.wire); late
 views (model results after a key was answered) go to the owner as the ViewUpdated signal.
