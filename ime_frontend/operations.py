@@ -83,6 +83,14 @@ class Operation:
     # the last value again to the context it re-creates.
     remembered: bool = False
 
+    def __post_init__(self) -> None:
+        names = {p.name for p in self.params}
+        for p in self.params:
+            if not p.for_host and p.default is _REQUIRED:
+                raise ValueError(f"{self.member}: wire-only argument {p.name} needs a default")
+            if p.none_means is not None and p.none_means not in names:
+                raise ValueError(f"{self.member}: {p.name} falls back on an unknown argument {p.none_means}")
+
     @cached_property
     def dbus(self) -> Method:
         return Method(self.member, (CONTEXT, *self.params), (VIEW_OUT,) if self.reply is Reply.VIEW else ())
@@ -108,6 +116,8 @@ class Operation:
     def bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """A Python caller's arguments by name, as a function with python_params would take them."""
         params = self.python_params
+        if not kwargs and len(args) == len(self.host_params):   # the usual call: no wire-only values
+            return {**self._defaults, **dict(zip(self.host_params, args))}
         if len(args) > len(params):
             raise TypeError(f"{self.method}() takes {len(params)} arguments, got {len(args)}")
         values = {p.python_name: a for p, a in zip(params, args)}
@@ -121,6 +131,10 @@ class Operation:
                     raise TypeError(f"{self.method}() missing argument {p.python_name!r}")
                 values[p.python_name] = p.default
         return values
+
+    @cached_property
+    def _defaults(self) -> dict[str, Any]:
+        return {p.python_name: p.default for p in self.params if not p.for_host}
 
     def wire_body(self, context: int, values: Mapping[str, Any]) -> list:
         """The message body for a call on `context` with the (bound) values."""

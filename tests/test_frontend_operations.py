@@ -113,6 +113,15 @@ def test_the_ibus_engine_calls_its_context_only_through_the_table():
     assert called and called <= set(BY_METHOD) | {"close"}
 
 
+@pytest.mark.parametrize("params", [
+    (ops.Param("keycode", "u", host=None),),                       # wire only, yet no default
+    (ops.Param("anchor", "u", none_means="cursor"),),              # falls back on nothing
+])
+def test_an_operation_that_could_not_be_marshalled_is_refused_when_declared(params):
+    with pytest.raises(ValueError):
+        ops.Operation("Broken", "broken", params)
+
+
 # --- marshalling (pure) -------------------------------------------------------------------------
 
 VALUES = {"u": st.integers(0, 2**32 - 1), "b": st.booleans(),
