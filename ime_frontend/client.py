@@ -12,6 +12,7 @@ from typing import Any, Callable
 from dbus_fast import BusType, Message, MessageFlag, MessageType
 from dbus_fast.errors import DBusError
 
+from ime_frontend import operations as ops
 from ime_frontend import wire
 from ime_frontend.bus import MessageBus
 from karukan_engine.session.view import View
@@ -65,17 +66,17 @@ class EngineClient:
         return bool(owned)
 
     async def info(self) -> dict[str, str]:
-        return (await self.call("GetInfo"))[0]
+        return (await self.call(ops.GET_INFO.member))[0]
 
     async def create_context(self, client_name: str, on_update: Callable[[View], None] | None = None) -> "RemoteContext":
-        (ctx_id,) = await self.call("CreateContext", "s", [client_name])
+        (ctx_id,) = await self.call(ops.CREATE_CONTEXT.member, ops.CREATE_CONTEXT.in_sig, [client_name])
         ctx = RemoteContext(self, ctx_id, on_update)
         self._contexts[ctx_id] = ctx
         return ctx
 
     def _on_message(self, msg: Message) -> bool:
         if (msg.message_type == MessageType.SIGNAL and msg.interface == wire.INTERFACE
-                and msg.member == "ViewUpdated"):
+                and msg.member == ops.VIEW_UPDATED.member):
             ctx = self._contexts.get(msg.body[0])
             if ctx is not None and ctx.on_update is not None:
                 ctx.on_update(wire.decode_view(msg.body[1]))
@@ -87,54 +88,28 @@ class EngineClient:
 
 
 class RemoteContext:
+    """An input context in the service; its operations (one per row of
+    ime_frontend.operations.CONTEXT_OPERATIONS) are added below the class."""
+
     def __init__(self, client: EngineClient, ctx_id: int, on_update: Callable[[View], None] | None) -> None:
         self.client = client
         self.id = ctx_id
         self.on_update = on_update
 
-    async def _view(self, member: str, signature: str = "u", *args: Any) -> View:
-        (fields,) = await self.client.call(member, signature, [self.id, *args])
-        return wire.decode_view(fields)
-
-    async def process_key(self, keysym: int, modifiers: int, release: bool, keycode: int = 0) -> View:
-        return await self._view("ProcessKey", "uuuub", keysym, keycode, modifiers, release)
-
-    async def focus_in(self) -> View:
-        return await self._view("FocusIn")
-
-    async def focus_out(self) -> View:
-        return await self._view("FocusOut")
-
-    async def reset(self) -> View:
-        return await self._view("Reset")
-
-    async def page_up(self) -> View:
-        return await self._view("PageUp")
-
-    async def page_down(self) -> View:
-        return await self._view("PageDown")
-
-    async def get_view(self) -> View:
-        return await self._view("GetView")
-
-    async def select_candidate(self, index: int) -> View:
-        return await self._view("SelectCandidate", "uu", index)
-
-    async def set_input_mode(self, mode: str) -> View:
-        return await self._view("SetInputMode", "us", mode)
-
-    async def set_enabled(self, on: bool) -> View:
-        return await self._view("SetEnabled", "ub", on)
-
-    async def set_surrounding_text(self, text: str, cursor: int, anchor: int | None) -> None:
-        await self.client.call("SetSurroundingText", "usuu", [self.id, text, cursor, cursor if anchor is None else anchor])
-
-    async def set_content_type(self, purpose: int, hints: int) -> None:
-        await self.client.call("SetContentType", "uuu", [self.id, purpose, hints])
+    async def run(self, op: ops.Operation, *args: Any, **kwargs: Any) -> View | None:
+        """Call op on this context with a host-style argument list; its view, or None."""
+        body = op.wire_body(self.id, op.bind(args, kwargs))
+        reply = await self.client.call(op.member, op.in_sig, body)
+        return wire.decode_view(reply[0]) if op.reply is ops.Reply.VIEW else None
 
     async def close(self) -> None:
         self.client._contexts.pop(self.id, None)
         try:
-            await self.client.call("DestroyContext", "u", [self.id])
+            await self.client.call(ops.DESTROY_CONTEXT.member, ops.DESTROY_CONTEXT.in_sig, [self.id])
         except (DBusError, OSError):
             pass  # the service is gone or already dropped it
+
+
+for _op in ops.CONTEXT_OPERATIONS:
+    setattr(RemoteContext, _op.method, ops.operation_method(_op, RemoteContext.run))
+del _op

@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 from dbus_fast.errors import DBusError
 
+from ime_frontend import operations as ops
 from ime_frontend import wire
 from ime_frontend.client import EngineClient, RemoteContext
 from karukan_engine.session.view import View
@@ -102,6 +103,9 @@ class ServiceStarter:
 
 
 class ResilientContext:
+    """One input context kept alive across service restarts; its operations (one per row of
+    ime_frontend.operations.CONTEXT_OPERATIONS) are added below the class."""
+
     def __init__(self, client: EngineClient, client_name: str, on_update: Callable[[View], None] | None,
                  starter: ServiceStarter | None = None) -> None:
         self._client = client
@@ -109,7 +113,8 @@ class ResilientContext:
         self._on_update = on_update
         self._starter = starter
         self._remote: RemoteContext | None = None
-        self._content_type: tuple[int, int] | None = None
+        # The last arguments of each remembered operation (the content type), by method name.
+        self._settings: dict[str, tuple[tuple, dict]] = {}
         self._backoff_until = 0.0
         self._lock = asyncio.Lock()   # FIFO: calls reach the service in the order they came
 
@@ -129,30 +134,30 @@ class ResilientContext:
     async def _ensure(self) -> RemoteContext:
         if self._remote is None:
             remote = await self._client.create_context(self._name, self._on_update)
-            if self._content_type is not None:
-                await remote.set_content_type(*self._content_type)
+            for method, (args, kwargs) in self._settings.items():
+                await getattr(remote, method)(*args, **kwargs)
             self._remote = remote
         return self._remote
 
-    async def _view(self, op: Callable[[RemoteContext], Awaitable[View]]) -> View:
+    async def _view(self, request: Callable[[RemoteContext], Awaitable[View]]) -> View:
         async with self._lock:
             if self._starter is not None:
                 await self._starter.wait()    # held while the service starts
-            return await self._call(op)
+            return await self._call(request)
 
-    async def _call(self, op: Callable[[RemoteContext], Awaitable[View]], retry: bool = True) -> View:
+    async def _call(self, request: Callable[[RemoteContext], Awaitable[View]], retry: bool = True) -> View:
         loop = asyncio.get_running_loop()
         if loop.time() < self._backoff_until:
             return View(handled=False)
         try:
-            return await op(await self._ensure())
+            return await request(await self._ensure())
         except _FAILURES as exc:
             if _context_lost(exc):
                 self._remote = None
             if retry and self._starter is not None and await self._missing(exc):
                 # Not running (never started, killed, crashed): start it and hold this call for it.
                 if await self._starter.start():
-                    return await self._call(op, retry=False)
+                    return await self._call(request, retry=False)
                 self._backoff_until = loop.time() + BACKOFF_S
                 return View(handled=False)
             log.warning("engine service call failed (%s); passing the key through", type(exc).__name__)
@@ -170,39 +175,14 @@ class ResilientContext:
         except _FAILURES:
             return False
 
-    async def process_key(self, keysym: int, modifiers: int, release: bool) -> View:
-        return await self._view(lambda r: r.process_key(keysym, modifiers, release))
-
-    async def focus_in(self) -> View:
-        return await self._view(lambda r: r.focus_in())
-
-    async def focus_out(self) -> View:
-        return await self._view(lambda r: r.focus_out())
-
-    async def reset(self) -> View:
-        return await self._view(lambda r: r.reset())
-
-    async def page_up(self) -> View:
-        return await self._view(lambda r: r.page_up())
-
-    async def page_down(self) -> View:
-        return await self._view(lambda r: r.page_down())
-
-    async def select_candidate(self, index: int) -> View:
-        return await self._view(lambda r: r.select_candidate(index))
-
-    async def set_input_mode(self, mode: str) -> View:
-        return await self._view(lambda r: r.set_input_mode(mode))
-
-    async def set_enabled(self, on: bool) -> View:
-        return await self._view(lambda r: r.set_enabled(on))
-
-    async def set_surrounding_text(self, text: str, cursor: int, anchor: int | None) -> None:
-        await self._view(lambda r: _then_view(r, r.set_surrounding_text(text, cursor, anchor)))
-
-    async def set_content_type(self, purpose: int, hints: int) -> None:
-        self._content_type = (purpose, hints)
-        await self._view(lambda r: _then_view(r, r.set_content_type(purpose, hints)))
+    async def run(self, op: ops.Operation, *args: Any, **kwargs: Any) -> View | None:
+        """Call op on the service's context (re-created or the service started as needed); a
+        key that cannot be answered in time gets View(handled=False)."""
+        if op.remembered:
+            op.bind(args, kwargs)   # a bad call fails here, never again at each re-creation
+            self._settings[op.method] = (args, kwargs)   # replayed into a re-created context
+        view = await self._view(lambda remote: _answer(remote, op, args, kwargs))
+        return view if op.reply is ops.Reply.VIEW else None
 
     async def close(self) -> None:
         if self._remote is not None:
@@ -210,6 +190,11 @@ class ResilientContext:
             self._remote = None
 
 
-async def _then_view(remote: RemoteContext, call: Awaitable[None]) -> View:
-    await call
-    return View(handled=False)
+async def _answer(remote: RemoteContext, op: ops.Operation, args: tuple, kwargs: dict) -> View:
+    view = await getattr(remote, op.method)(*args, **kwargs)
+    return view if op.reply is ops.Reply.VIEW else View(handled=False)
+
+
+for _op in ops.CONTEXT_OPERATIONS:
+    setattr(ResilientContext, _op.method, ops.operation_method(_op, ResilientContext.run))
+del _op

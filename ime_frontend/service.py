@@ -1,7 +1,8 @@
 """The Karukan engine service: one process on the session bus serving many input contexts.
 
-Interface org.karukan.Engine1 at /org/karukan/Engine (bus name org.karukan.Engine). Methods are
-dispatched from raw messages (not a dbus-fast ServiceInterface) because every call needs its
+Interface org.karukan.Engine1 at /org/karukan/Engine (bus name org.karukan.Engine); its methods
+are declared in ime_frontend.operations, and the dispatch table and introspection XML here are
+built from that table. Methods are dispatched from raw messages (not a dbus-fast ServiceInterface) because every call needs its
 sender: a context belongs to the connection that created it, is invisible to others, and dies
 when that connection leaves the bus. Views are sent as one struct (see ime_frontend.wire); late
 views (model results after a key was answered) go to the owner as the ViewUpdated signal.
@@ -21,11 +22,11 @@ import signal
 import traceback
 from dataclasses import dataclass
 from typing import Awaitable, Callable
-from xml.sax.saxutils import escape
 
 from dbus_fast import BusType, Message, MessageType
 from dbus_fast.constants import NameFlag, RequestNameReply
 
+from ime_frontend import operations as ops
 from ime_frontend import wire
 from ime_frontend.bus import MessageBus, unexpected_loss
 from ime_frontend.contexts import ContextHost, EngineCore, eviction_victim
@@ -216,46 +217,26 @@ class EngineService:
         self._drop(body[0])
         return []
 
-    async def process_key(self, sender: str, body: list) -> list:
-        ctx_id, keysym, _keycode, state, release = body
-        view = await self._context(sender, ctx_id).process_key(keysym, state, release)
-        return [wire.encode_view(view)]
-
-    async def surrounding_text(self, sender: str, body: list) -> list:
-        ctx_id, text, cursor, anchor = body
+    async def run_operation(self, op: ops.Operation, sender: str, body: list) -> list:
+        """One of ops.CONTEXT_OPERATIONS: checked, run on the owner's context, answered."""
+        ctx_id, args = op.host_args(body)
         host = self._context(sender, ctx_id)
-        if len(text) > MAX_SURROUNDING_CHARS:
-            raise CallError(wire.ERROR_LIMITS, f"surrounding text over {MAX_SURROUNDING_CHARS} characters")
-        if cursor > len(text) or anchor > len(text):
-            raise CallError(wire.ERROR_INVALID_ARGS, "cursor or anchor beyond the text")
-        await host.set_surrounding_text(text, cursor, anchor)
-        return []
-
-    async def content_type(self, sender: str, body: list) -> list:
-        ctx_id, purpose, hints = body
-        view = await self._context(sender, ctx_id).set_content_type(purpose, hints)
-        if view.commit:   # turned into a password field mid-composition: what was typed is committed
+        check = _CHECKS.get(op.member)
+        if check is not None:
+            check(*args)
+        try:
+            view = await getattr(host, op.method)(*args)
+        except (ValueError, KeyError) as exc:
+            if op.member not in _UNKNOWN_VALUES:
+                raise
+            raise CallError(wire.ERROR_INVALID_ARGS, _UNKNOWN_VALUES[op.member]) from exc
+        if op.reply is ops.Reply.VIEW:
+            return [wire.encode_view(view)]
+        # The reply carries no view: a commit the call caused (a field turned into a password
+        # field mid-composition) reaches the owner as a late view.
+        if view.commit:
             self._send_update(sender, ctx_id, view)
         return []
-
-    async def input_mode(self, sender: str, body: list) -> list:
-        ctx_id, mode = body
-        host = self._context(sender, ctx_id)
-        if len(mode) > MAX_NAME_CHARS:
-            raise CallError(wire.ERROR_INVALID_ARGS, "mode name too long")
-        try:
-            view = await host.set_input_mode(mode)
-        except (ValueError, KeyError) as exc:
-            raise CallError(wire.ERROR_INVALID_ARGS, "unknown input mode") from exc
-        return [wire.encode_view(view)]
-
-    async def select_candidate(self, sender: str, body: list) -> list:
-        ctx_id, index = body
-        return [wire.encode_view(await self._context(sender, ctx_id).select_candidate(index))]
-
-    async def set_enabled(self, sender: str, body: list) -> list:
-        ctx_id, on = body
-        return [wire.encode_view(await self._context(sender, ctx_id).set_enabled(on))]
 
     async def info(self, sender: str, body: list) -> list:
         return [{
@@ -265,57 +246,53 @@ class EngineService:
         }]
 
 
-def _view_method(op: str) -> Callable[[EngineService, str, list], Awaitable[list]]:
-    """A method taking only a context id and answering with the view after `op`."""
+# What the service refuses before an operation reaches the session: more than one call may carry,
+# or positions beyond the text. Each check takes the host method's arguments.
+def _check_surrounding_text(text: str, cursor: int, anchor: int) -> None:
+    if len(text) > MAX_SURROUNDING_CHARS:
+        raise CallError(wire.ERROR_LIMITS, f"surrounding text over {MAX_SURROUNDING_CHARS} characters")
+    if cursor > len(text) or anchor > len(text):
+        raise CallError(wire.ERROR_INVALID_ARGS, "cursor or anchor beyond the text")
 
+
+def _check_input_mode(mode: str) -> None:
+    if len(mode) > MAX_NAME_CHARS:
+        raise CallError(wire.ERROR_INVALID_ARGS, "mode name too long")
+
+
+_CHECKS: dict[str, Callable[..., None]] = {
+    ops.SET_SURROUNDING_TEXT.member: _check_surrounding_text,
+    ops.SET_INPUT_MODE.member: _check_input_mode,
+}
+# Operations whose session raises ValueError / KeyError for a value it does not know: the caller
+# gets InvalidArgs with this text.
+_UNKNOWN_VALUES: dict[str, str] = {ops.SET_INPUT_MODE.member: "unknown input mode"}
+
+
+def _operation_handler(op: ops.Operation) -> Callable[[EngineService, str, list], Awaitable[list]]:
     async def handler(service: EngineService, sender: str, body: list) -> list:
-        host = service._context(sender, body[0])
-        return [wire.encode_view(await getattr(host, op)())]
+        return await service.run_operation(op, sender, body)
 
     return handler
 
 
-V = wire.VIEW_SIG
-METHODS: dict[str, MethodSpec] = {
-    "CreateContext": MethodSpec("s", "u", ("client_name",), ("context",), EngineService.create_context),
-    "DestroyContext": MethodSpec("u", "", ("context",), (), EngineService.destroy_context),
-    "ProcessKey": MethodSpec("uuuub", V, ("context", "keysym", "keycode", "state", "release"), ("view",),
-                             EngineService.process_key),
-    "FocusIn": MethodSpec("u", V, ("context",), ("view",), _view_method("focus_in")),
-    "FocusOut": MethodSpec("u", V, ("context",), ("view",), _view_method("focus_out")),
-    "Reset": MethodSpec("u", V, ("context",), ("view",), _view_method("reset")),
-    "PageUp": MethodSpec("u", V, ("context",), ("view",), _view_method("page_up")),
-    "PageDown": MethodSpec("u", V, ("context",), ("view",), _view_method("page_down")),
-    "GetView": MethodSpec("u", V, ("context",), ("view",), _view_method("get_view")),
-    "SelectCandidate": MethodSpec("uu", V, ("context", "index"), ("view",), EngineService.select_candidate),
-    "SetSurroundingText": MethodSpec("usuu", "", ("context", "text", "cursor", "anchor"), (),
-                                     EngineService.surrounding_text),
-    "SetContentType": MethodSpec("uuu", "", ("context", "purpose", "hints"), (), EngineService.content_type),
-    "SetInputMode": MethodSpec("us", V, ("context", "mode"), ("view",), EngineService.input_mode),
-    "SetEnabled": MethodSpec("ub", V, ("context", "enabled"), ("view",), EngineService.set_enabled),
-    "GetInfo": MethodSpec("", "a{ss}", (), ("info",), EngineService.info),
+def _spec(method: ops.Method, handler: Callable[[EngineService, str, list], Awaitable[list]]) -> MethodSpec:
+    return MethodSpec(method.in_sig, method.out_sig, tuple(p.name for p in method.ins),
+                      tuple(p.name for p in method.outs), handler)
+
+
+_HANDLERS: dict[str, Callable[[EngineService, str, list], Awaitable[list]]] = {
+    ops.CREATE_CONTEXT.member: EngineService.create_context,
+    ops.DESTROY_CONTEXT.member: EngineService.destroy_context,
+    ops.GET_INFO.member: EngineService.info,
+    **{op.member: _operation_handler(op) for op in ops.CONTEXT_OPERATIONS},
 }
+# Every method of ops.INTERFACE_METHODS, in its order (a method without a handler fails here, at import).
+METHODS: dict[str, MethodSpec] = {m.member: _spec(m, _HANDLERS[m.member]) for m in ops.INTERFACE_METHODS}
 
 
 def introspection_xml() -> str:
-    from dbus_fast.signature import get_signature_tree
-
-    def args(sig: str, names: tuple[str, ...], direction: str) -> str:
-        types = [t.signature for t in get_signature_tree(sig).types] if sig else []
-        return "".join(f'<arg name="{n}" type="{escape(t)}" direction="{direction}"/>' for n, t in zip(names, types))
-
-    methods = "".join(
-        f'<method name="{name}">{args(s.in_sig, s.arg_names, "in")}{args(s.out_sig, s.out_names, "out")}</method>'
-        for name, s in METHODS.items()
-    )
-    signal_xml = f'<signal name="ViewUpdated"><arg name="context" type="u"/><arg name="view" type="{V}"/></signal>'
-    return (
-        '<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN" '
-        '"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">'
-        f'<node><interface name="{wire.INTERFACE}">{methods}{signal_xml}</interface>'
-        '<interface name="org.freedesktop.DBus.Introspectable"><method name="Introspect">'
-        '<arg name="xml" type="s" direction="out"/></method></interface></node>'
-    )
+    return ops.introspection_xml()
 
 
 EXIT_BUS_LOST = 1

@@ -1,4 +1,5 @@
-"""The engine service's D-Bus contract: names and the wire form of a View.
+"""The engine service's D-Bus contract: names and the wire form of a View (the methods are in
+ime_frontend.operations).
 
 A view travels as one struct so a frontend (Python or the fcitx5 C++ addon) reads it in one go:
 

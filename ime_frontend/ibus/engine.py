@@ -11,7 +11,7 @@ No annotations import from __future__ here: dbus-fast reads the D-Bus signatures
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable
 
 from dbus_fast import Message
 from dbus_fast.aio import MessageBus
@@ -21,6 +21,8 @@ from dbus_fast.service import ServiceInterface, dbus_property, method
 from ime_frontend.ibus import gvariant as gv
 from ime_frontend.ibus.properties import PROP_PREFIX, mode_properties
 from ime_frontend.ibus.render import IBusRenderer, Signal
+# The operations an engine forwards to its context (in process, or through the engine service).
+from ime_frontend.operations import InputContext
 from karukan_engine.session.view import View
 
 log = logging.getLogger(__name__)
@@ -35,23 +37,6 @@ KEY_UP, KEY_DOWN = 0xFF52, 0xFF54
 PURPOSE_PASSWORD = 8
 PURPOSE_PIN = 9
 PASSWORD_PURPOSES = frozenset({PURPOSE_PASSWORD, PURPOSE_PIN})
-
-
-class InputContext(Protocol):
-    """What the engine needs from a context: ContextHost and RemoteContext both fit."""
-
-    async def process_key(self, keysym: int, modifiers: int, release: bool) -> View: ...
-    async def focus_in(self) -> View: ...
-    async def focus_out(self) -> View: ...
-    async def reset(self) -> View: ...
-    async def set_surrounding_text(self, text: str, cursor: int, anchor: int | None) -> Any: ...
-    async def set_content_type(self, purpose: int, hints: int) -> Any: ...
-    async def select_candidate(self, index: int) -> View: ...
-    async def page_up(self) -> View: ...
-    async def page_down(self) -> View: ...
-    async def set_input_mode(self, mode: str) -> View: ...
-    async def set_enabled(self, on: bool) -> View: ...
-    async def close(self) -> None: ...
 
 
 ContextFactory = Callable[[Callable[[View], None]], Awaitable[InputContext]]
