@@ -533,8 +533,10 @@ private:
         if (was == now || state->id == 0 || state->generation != generation_ || !serviceUp_) {
             return;
         }
+        const uint32_t purpose = now ? kPurposePassword : kPurposeFreeForm;
+        const uint32_t hints = now ? kHintPrivate : 0u;
         auto msg = call("SetContentType");
-        msg << state->id << (now ? kPurposePassword : kPurposeFreeForm) << (now ? kHintPrivate : 0u);
+        msg << state->id << purpose << hints;
         auto reply = timedCall(msg);
         if (reply.isError() && now) {
             clearPanel(ic);  // nothing typed may stay on screen in a password field
