@@ -166,3 +166,50 @@ def test_a_lower_nll_never_moves_a_candidate_down(items, w, n, data):
     before = [c.surface for c in rank(items, n, w)].index(target.candidate.surface)
     after = [c.surface for c in rank(better, n, w)].index(target.candidate.surface)
     assert after <= before
+
+
+def test_the_model_changes_the_first_candidate_only_where_it_is_confident():
+    items = [ev("公園に", cost=4000, nll=3.0), ev("講演に", cost=4400, nll=0.01, source="model")]
+    gated = FusionWeights(lattice=1.0, nll=1.0, learning=1.0, unaligned=5.0, confident_nll=0.05)
+    assert rank(items, 5, gated)[0].surface == "講演に"                 # confident: it overrules
+    unsure = [items[0], replace(items[1], nll=0.5)]
+    assert rank(unsure, 5, FusionWeights(lattice=1.0, nll=10.0, confident_nll=0.05))[0].surface == "公園に"
+    assert rank(unsure, 5, FusionWeights(lattice=1.0, nll=10.0))[0].surface == "講演に"   # ungated
+
+
+def test_a_learned_first_candidate_is_not_held_back_by_the_gate():
+    items = [ev("鏡は", cost=3000, nll=2.0), ev("今日は", cost=3200, nll=0.9, learning=2.0)]
+    gated = FusionWeights(lattice=1.0, nll=0.5, learning=1.0, confident_nll=0.05)
+    assert rank(items, 4, gated)[0].surface == "今日は"
+
+
+def test_confident_nll_must_be_a_non_negative_number():
+    with pytest.raises(ValueError):
+        FusionWeights(confident_nll=-0.1)
+    with pytest.raises(ValueError):
+        FusionWeights(confident_nll=float("nan"))
+    table = ConversionSettings.from_mapping({"weights": {"nll": 1.0, "confident_nll": 0.03}})
+    assert table.weights.confident_nll == 0.03
+
+
+@given(st.lists(evidence, max_size=12), weights, st.floats(0, 3), st.integers(1, 20))
+@settings(max_examples=200)
+def test_the_gated_first_is_a_confident_model_choice_or_the_order_without_the_model(items, w, gate, n):
+    gated = replace(w, confident_nll=gate)
+    ranked = rank(items, n, gated)
+    if not any(it.candidate.source != "variant" for it in items):
+        return
+    with_model = rank(items, n, w)
+    without_model = rank(items, n, replace(w, nll=0.0, nll_total=0.0))
+    first = ranked[0].surface
+    confident = {it.candidate.surface for it in items
+                 if it.candidate.source != "variant" and it.nll is not None and it.nll <= gate}
+    assert first == without_model[0].surface or (first == with_model[0].surface and first in confident)
+    assert sorted(c.surface for c in ranked) == sorted(c.surface for c in with_model)
+
+
+@given(st.lists(evidence, max_size=12), weights, st.integers(1, 20))
+@settings(max_examples=100)
+def test_a_gate_no_candidate_exceeds_is_no_gate(items, w, n):
+    scored = [it if it.nll is not None else replace(it, nll=1.0) for it in items]
+    assert rank(scored, n, replace(w, confident_nll=1e9)) == rank(scored, n, w)

@@ -8,7 +8,7 @@ Transliteration variants ([全]カタカナ …) are not ranked: they stay at th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from karukan_engine.conversion.settings import FusionWeights
@@ -41,11 +41,27 @@ def fused_score(item: Evidence, reading_chars: int, weights: FusionWeights) -> f
 
 
 def rank(items: Sequence[Evidence], reading_chars: int, weights: FusionWeights) -> list[Candidate]:
-    """Candidates best first, without duplicate surfaces; variants last in their given order."""
+    """Candidates best first, without duplicate surfaces; variants last in their given order.
+
+    With `weights.confident_nll` set, the model's terms may change which candidate comes first
+    only when the model is confident of the one it puts there (its NLL per character at most
+    that); otherwise the order without the model's terms stands: a small model overrules the
+    dictionary where it knows the text, not where it is guessing.
+    """
     ranked = [it for it in items if it.candidate.source != VARIANT_SOURCE]
     variants = [it.candidate for it in items if it.candidate.source == VARIANT_SOURCE]
-    order = sorted(range(len(ranked)), key=lambda i: (fused_score(ranked[i], reading_chars, weights), i))
+    order = _order(ranked, reading_chars, weights)
+    if order and weights.confident_nll is not None and weights.uses_model_score:
+        top = ranked[order[0]]
+        if top.nll is None or top.nll > weights.confident_nll:
+            without_model = _order(ranked, reading_chars, replace(weights, nll=0.0, nll_total=0.0))
+            if without_model[0] != order[0]:
+                order = without_model
     return dedup([ranked[i].candidate for i in order] + variants)
+
+
+def _order(ranked: Sequence[Evidence], reading_chars: int, weights: FusionWeights) -> list[int]:
+    return sorted(range(len(ranked)), key=lambda i: (fused_score(ranked[i], reading_chars, weights), i))
 
 
 def dedup(candidates: Iterable[Candidate]) -> list[Candidate]:

@@ -33,10 +33,15 @@ class FusionWeights:
     # The whole surface's NLL is log P(surface | reading, context): unlike the per-character
     # mean it does not favour longer spellings of the same reading (きょうは over 今日は).
     nll_total: float = 0.0
+    # The model changes the first candidate only when its NLL per character of that candidate is
+    # at most this (None: always); see karukan_engine.conversion.ranking.rank.
+    confident_nll: float | None = None
 
     def __post_init__(self) -> None:
         if any(v < 0 for v in (self.lattice, self.nll, self.learning, self.unaligned, self.nll_total)):
             raise ValueError("fusion weights must not be negative")
+        if self.confident_nll is not None and not self.confident_nll >= 0:
+            raise ValueError("confident_nll must be a non-negative number")
 
     @property
     def uses_model_score(self) -> bool:
