@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 from karukan_engine.neural.beam import BeamSearcher  # noqa: E402
 from karukan_engine.neural.greedy import GreedySession  # noqa: E402
 from karukan_engine.neural.model import ModelOptions, NeuralModel, find_gguf, load_model  # noqa: E402
-from karukan_engine.neural.testing import REAL_SHAPES, real_shape, reference_beam, write_model_dir  # noqa: E402
+from karukan_testing.tiny_models import REAL_SHAPES, real_shape, reference_beam, write_model_dir  # noqa: E402
 
 READING = "わたしはあしたとうきょうへいくよていでした"  # 21 kana
 CONVERSION = "私は明日東京へ行く予定でした"  # what a real model writes for READING

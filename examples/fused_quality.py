@@ -44,7 +44,7 @@ from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
 from karukan_engine.conversion.ranking import Evidence, rank  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings, FusionWeights  # noqa: E402
-from karukan_engine.conversion.types import ConversionRequest  # noqa: E402
+from karukan_engine.core.types import ConversionRequest  # noqa: E402
 from karukan_engine.kana import nfkc, to_hiragana  # noqa: E402
 from karukan_engine.evaluation.metrics import EvalItem, Scores, load_items  # noqa: E402
 

@@ -35,7 +35,7 @@ from karukan_engine.evaluation.metrics import load_items  # noqa: E402
 from karukan_engine.neural.greedy import GreedySession  # noqa: E402
 from karukan_engine.neural.greedy_pool import GreedyJob, GreedyPool  # noqa: E402
 from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
-from karukan_engine.neural.testing import real_shape, write_model_dir  # noqa: E402
+from karukan_testing.tiny_models import real_shape, write_model_dir  # noqa: E402
 
 DEV_SET = ROOT / "karukan_engine" / "data" / "eval" / "mozc_evaluation.tsv"
 NO_STOP: frozenset[int] = frozenset()

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from karukan_engine.conversion.types import ConversionRequest  # noqa: E402
+from karukan_engine.core.types import ConversionRequest  # noqa: E402
 
 
 @dataclass(frozen=True)

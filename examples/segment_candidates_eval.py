@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import dictionary_fetch  # noqa: E402
 from build_devsets import parse_anthy_segments  # noqa: E402
 
-from karukan_engine.conversion.types import ConversionRequest  # noqa: E402
+from karukan_engine.core.types import ConversionRequest  # noqa: E402
 from karukan_engine.kana import nfkc, to_hiragana  # noqa: E402
 
 PAGE = 9

@@ -43,7 +43,7 @@ from karukan_engine.evaluation.metrics import load_items  # noqa: E402
 from karukan_engine.neural.greedy import GreedySession  # noqa: E402
 from karukan_engine.neural.greedy_pool import common_prefix_len  # noqa: E402
 from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
-from karukan_engine.neural.testing import real_shape, write_model_dir  # noqa: E402
+from karukan_testing.tiny_models import real_shape, write_model_dir  # noqa: E402
 
 DEV_SET = ROOT / "karukan_engine" / "data" / "eval" / "mozc_evaluation.tsv"
 METHODS = ("plain", "auto", "always", "right draft", "wrong draft")

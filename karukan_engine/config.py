@@ -20,7 +20,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from karukan_engine.dictionary.storage import MAX_SETTINGS_BYTES, read_user_text
+from karukan_engine.core.user_files import MAX_SETTINGS_BYTES, read_user_text
+from karukan_engine.romaji.composer import PUNCTUATION_STYLES, WIDTHS
 
 if sys.version_info >= (3, 11):
     import tomllib as _toml
@@ -30,8 +31,6 @@ else:  # pragma: no cover - Python 3.10 only
 TomlError = _toml.TOMLDecodeError
 
 INPUT_MODES = ("hiragana", "katakana", "halfwidth_katakana", "fullwidth_alphanumeric", "alphanumeric")
-PUNCTUATION_STYLES = ("、。", "，．", "、．", "，。", ",.")
-WIDTHS = ("full", "half")
 
 
 class ConfigError(ValueError):

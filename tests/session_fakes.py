@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from karukan_engine.conversion.plain import kana_variants
-from karukan_engine.conversion.types import Candidate, ConversionRequest, Segment
+from karukan_engine.core.types import Candidate, ConversionRequest, Segment
 
 
 class ScriptedConverter:

@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 from karukan_engine.conversion.ranking import Evidence
 from karukan_engine.conversion.settings import FusionWeights
-from karukan_engine.conversion.types import Candidate
+from karukan_engine.core.types import Candidate
 from karukan_engine.evaluation.metrics import EvalItem
 
 REPO = Path(__file__).resolve().parents[1]
@@ -141,7 +141,7 @@ def test_gathered_evidence_is_what_the_converter_ranks_whatever_the_weights(tmp_
     from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
     from karukan_engine.lattice.converter import LatticeConverter
     from karukan_engine.neural.model import load_model
-    from karukan_engine.neural.testing import TinyModelSpec, write_model_dir
+    from karukan_testing.tiny_models import TinyModelSpec, write_model_dir
 
     if not (DEFAULT_DIR / "meta.json").is_file():
         pytest.skip("compiled dictionary not built")

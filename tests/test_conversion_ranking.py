@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from karukan_engine.conversion.ranking import Evidence, dedup, fused_score, rank
 from karukan_engine.conversion.settings import ConversionSettings, FusionWeights
-from karukan_engine.conversion.types import Candidate
+from karukan_engine.core.types import Candidate
 
 import pytest
 

@@ -209,7 +209,7 @@ def test_serve_types_with_every_user_file_damaged_at_once(tmp_path):
     import subprocess
 
     from ime_frontend.client import EngineClient
-    from ime_frontend.headless import HeadlessDesktop
+    from karukan_testing.headless import HeadlessDesktop
 
     good = good_home(tmp_path)
     where = paths(tmp_path)

@@ -19,7 +19,7 @@ import dictionary_synthetic  # noqa: E402
 
 from karukan_engine.conversion.factory import ConverterOptions, build_converter  # noqa: E402
 from karukan_engine.conversion.plain import PlainConverter  # noqa: E402
-from karukan_engine.conversion.types import ConversionRequest  # noqa: E402
+from karukan_engine.core.types import ConversionRequest  # noqa: E402
 from karukan_engine.dictionary.system import DictionaryFormatError, SystemDictionary, file_sha256  # noqa: E402
 from karukan_engine.lattice.converter import LatticeConverter  # noqa: E402
 

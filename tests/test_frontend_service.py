@@ -16,7 +16,7 @@ from dbus_fast.errors import DBusError
 from ime_frontend import wire
 from ime_frontend.client import EngineClient
 from ime_frontend.contexts import EngineCore
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.headless import HeadlessDesktop
 from ime_frontend.service import MAX_SURROUNDING_CHARS, EngineService, serve
 from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.session import Session

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from karukan_engine.conversion.types import ConversionRequest
+from karukan_engine.core.types import ConversionRequest
 from karukan_engine.dictionary.system import DEFAULT_DIR
 from karukan_engine.lattice.candidate_filter import COST_OFFSET, MIN_COST, STRUCTURE_OFFSET, SegmentFilter, Spelling
 

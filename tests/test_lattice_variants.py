@@ -15,7 +15,7 @@ from karukan_engine.lattice.variants import (
     script_variants,
     symbol_variants,
 )
-from karukan_engine.conversion.types import Candidate
+from karukan_engine.core.types import Candidate
 
 _DIGIT = {c: i for i, c in enumerate("〇一二三四五六七八九")}
 _SMALL = {"十": 10, "百": 100, "千": 1000}

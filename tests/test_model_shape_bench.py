@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("llama_cpp")
 
 from karukan_engine.dictionary.system import DEFAULT_DIR  # noqa: E402
-from karukan_engine.neural import mimic  # noqa: E402
+from karukan_testing import mimic  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ZENZ_TOKENIZER = REPO / "tests" / "fixtures" / "zenz-char-tokenizer" / "tokenizer.json"

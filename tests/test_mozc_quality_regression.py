@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
 import mozc_quality_regression as qr  # noqa: E402
 
-from karukan_engine.conversion.types import Candidate, Segment  # noqa: E402
+from karukan_engine.core.types import Candidate, Segment  # noqa: E402
 
 ROWS = """\
 # label\tkey\tvalue\tcommand

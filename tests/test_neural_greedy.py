@@ -11,7 +11,7 @@ pytest.importorskip("llama_cpp")
 from karukan_engine.neural.greedy import GreedySession  # noqa: E402
 from karukan_engine.neural.greedy_pool import AUTO_DRAFT_MAX_CHANGED, INITIAL_CELLS, auto_draft, common_prefix_len, valid_prefix  # noqa: E402
 from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
-from karukan_engine.neural.testing import TinyModelSpec, write_model_dir  # noqa: E402
+from karukan_testing.tiny_models import TinyModelSpec, write_model_dir  # noqa: E402
 from neural_support import EOS_SCALE, fresh_logprobs, tiny_model_dir  # noqa: E402
 
 # One kana at a time, backspace, retype, unrelated input, context change (as a user types).

@@ -1,7 +1,7 @@
 from hypothesis import given, strategies as st
 
 from karukan_engine.conversion.plain import PlainConverter, kana_variants
-from karukan_engine.conversion.types import ConversionRequest, Converter, check_segments
+from karukan_engine.core.types import ConversionRequest, Converter, check_segments
 
 
 def test_is_a_converter():

@@ -21,6 +21,7 @@ from dbus_fast.service import ServiceInterface, dbus_property, method
 from ime_frontend.ibus import gvariant as gv
 from ime_frontend.ibus.properties import PROP_PREFIX, mode_properties
 from ime_frontend.ibus.render import IBusRenderer, Signal
+from ime_frontend.toolkit import IBUS_RELEASE_MASK as RELEASE_MASK, PASSWORD_PURPOSES
 from karukan_engine.session.view import View
 
 log = logging.getLogger(__name__)
@@ -29,12 +30,7 @@ ENGINE_IFACE = "org.freedesktop.IBus.Engine"
 ENGINE_PATH_PREFIX = "/org/freedesktop/IBus/Engine/"
 FACTORY_PATH = "/org/freedesktop/IBus/Factory"
 
-RELEASE_MASK = 1 << 30
 KEY_UP, KEY_DOWN = 0xFF52, 0xFF54
-# IBus/GTK input purposes whose keys must reach the application untouched and unlearned.
-PURPOSE_PASSWORD = 8
-PURPOSE_PIN = 9
-PASSWORD_PURPOSES = frozenset({PURPOSE_PASSWORD, PURPOSE_PIN})
 
 
 class InputContext(Protocol):

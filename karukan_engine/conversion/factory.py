@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from karukan_engine.conversion.types import Converter
+from karukan_engine.core.types import Converter
 
 if TYPE_CHECKING:
     from karukan_engine.conversion.settings import ConversionSettings

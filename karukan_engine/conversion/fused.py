@@ -31,7 +31,7 @@ from karukan_engine.conversion.ranking import VARIANT_SOURCE, Evidence, dedup, r
 from karukan_engine.conversion.scheduler import JobContext
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import suggestions
-from karukan_engine.conversion.types import Candidate, ConversionRequest, Converter, Segment
+from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment
 from karukan_engine.conversion.verify import verify_draft
 from karukan_engine.neural.errors import NeuralError
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
 from karukan_engine.conversion.scheduler import Priority, Scheduler
-from karukan_engine.conversion.types import ConversionRequest, Converter
+from karukan_engine.core.types import ConversionRequest, Converter
 
 
 @dataclass(frozen=True)

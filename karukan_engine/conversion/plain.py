@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from karukan_engine.conversion.types import Candidate, ConversionRequest, Segment
+from karukan_engine.core.types import Candidate, ConversionRequest, Segment
 from karukan_engine.kana import (
     to_fullwidth_ascii,
     to_halfwidth_ascii,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from karukan_engine.conversion.settings import FusionWeights
-from karukan_engine.conversion.types import Candidate
+from karukan_engine.core.types import Candidate
 from karukan_engine.kana import nfkc
 
 VARIANT_SOURCE = "variant"

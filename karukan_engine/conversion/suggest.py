@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from karukan_engine.conversion.types import Candidate
+from karukan_engine.core.types import Candidate
 
 PREDICTIVE_MIN_CHARS = 2
 PREDICTIVE_READINGS = 200

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from karukan_engine.dictionary.saver import DebouncedSaver
-from karukan_engine.dictionary.storage import (
+from karukan_engine.core.user_files import (
     MAX_DATA_BYTES,
     clean_stale_temps,
     data_dir,

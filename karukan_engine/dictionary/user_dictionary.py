@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, TextIO
 
-from karukan_engine.dictionary.storage import (
+from karukan_engine.core.user_files import (
     MAX_DATA_BYTES,
     clean_stale_temps,
     data_dir,

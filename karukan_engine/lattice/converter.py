@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Sequence
 
-from karukan_engine.conversion.types import Candidate, ConversionRequest, LazyCandidates, Segment
+from karukan_engine.core.types import Candidate, ConversionRequest, LazyCandidates, Segment
 from karukan_engine.dictionary.learning import LearningStore
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.dictionary.user_dictionary import UserDictionary

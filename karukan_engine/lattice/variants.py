@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from karukan_engine.conversion.types import Candidate
+from karukan_engine.core.types import Candidate
 from karukan_engine.kana import (
     to_fullwidth_ascii,
     to_halfwidth_ascii,

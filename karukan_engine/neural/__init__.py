@@ -38,7 +38,7 @@ Public API (stable; used by the fusion layer):
 Lower level, for decoders built elsewhere: runtime.LlamaModel / LlamaContext(model.llama,
 ContextSize(n_ctx, n_batch, n_seq_max), n_threads) with checked decode / decode_run / seq_cp /
 seq_rm / clear; runtime.GrowingContext keeps one context between calls and re-creates it only when a
-call needs more; logprob.argmax_logprob / top_k_rows; testing.write_model_dir for tiny models;
+call needs more; logprob.argmax_logprob / top_k_rows; karukan_testing.tiny_models.write_model_dir for tiny models;
 greedy_pool.GreedyPool(model.llama, n_threads, slots).generate_many([GreedyJob(owner, prompt,
 max_new, stop_ids, draft=None), ...]) decodes many owners' greedy jobs in shared batches (one
 sequence id per owner; GreedySession is its one-sequence form).
@@ -51,7 +51,7 @@ the vocabulary has them (jinen v2), the zenz tokenizer's byte tokens where it ha
 generation stops at the family's EOS and at the first byte of any mark. Known quirks of
 published GGUFs (zenz: an unknown pre-tokenizer name, off-by-one special ids) are repaired at
 load (runtime.fixups); a GGUF of another architecture or vocabulary size than models.toml says,
-or a tokenizer.json of another model, is refused with one line. mimic.build writes
+or a tokenizer.json of another model, is refused with one line. karukan_testing.mimic.build writes
 random-weight stand-ins of the published models (tools/build_mimic_models.py).
 Errors: ModelNotFoundError, ModelFormatError (not GGUF / corrupt), ModelLoadError,
 TokenizerError, PromptTooLongError, InferenceError, UnknownModelError, DownloadError — all

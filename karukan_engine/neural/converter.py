@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-from karukan_engine.conversion.types import Candidate, ConversionRequest, Segment
+from karukan_engine.core.types import Candidate, ConversionRequest, Segment
 from karukan_engine.neural.background import LoadHandle
 from karukan_engine.neural.errors import NeuralError
 from karukan_engine.neural.model import NeuralModel

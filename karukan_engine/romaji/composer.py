@@ -11,7 +11,6 @@ import enum
 import itertools
 from dataclasses import dataclass, field
 
-from karukan_engine.config import PUNCTUATION_STYLES, WIDTHS
 from karukan_engine.kana import (
     to_fullwidth_ascii,
     to_fullwidth_katakana,
@@ -34,6 +33,11 @@ class Script(enum.Enum):
     HALF_KATAKANA = "half_katakana"
     FULL_ASCII = "full_ascii"
     HALF_ASCII = "half_ascii"
+
+
+# What , and . type, and the two widths of symbols, digits and letters (the config offers these).
+PUNCTUATION_STYLES = ("、。", "，．", "、．", "，。", ",.")
+WIDTHS = ("full", "half")
 
 
 @dataclass(frozen=True)

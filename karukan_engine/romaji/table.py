@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from karukan_engine.dictionary.storage import MAX_SETTINGS_BYTES, has_control_chars, read_user_text
+from karukan_engine.core.user_files import MAX_SETTINGS_BYTES, has_control_chars, read_user_text
 
 DEFAULT_TABLE = "romaji-hiragana.tsv"
 MAX_RULE_INPUT = 16   # longer inputs are rejected: no real table needs them

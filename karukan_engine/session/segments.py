@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from karukan_engine.conversion.plain import kana_variants
-from karukan_engine.conversion.types import Candidate, Segment
+from karukan_engine.core.types import Candidate, Segment
 
 TRANSLITERATION = "transliteration"   # Candidate.source of F6–F10 results: never learned
 

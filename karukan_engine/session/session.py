@@ -12,7 +12,7 @@ from typing import Callable
 
 from karukan_engine.config import Config
 from karukan_engine.conversion.plain import PlainConverter
-from karukan_engine.conversion.types import Converter, ConversionRequest, Segment, check_segments
+from karukan_engine.core.types import Converter, ConversionRequest, Segment, check_segments
 from karukan_engine.kana import (
     to_fullwidth_ascii,
     to_fullwidth_katakana,
@@ -24,10 +24,10 @@ from karukan_engine.kana import (
 from karukan_engine.romaji.composer import Composer, ComposerSettings, Script
 from karukan_engine.romaji.table import RomajiTable, TableError
 from karukan_engine.session.commands import Command
+from karukan_engine.session.field import FieldPrivacy
 from karukan_engine.session.keymap import Keymap, KeymapError
 from karukan_engine.session.keysyms import (
     CONTROL_MASK,
-    IBUS_RELEASE_MASK,
     LOCK_MASK,
     MOD1_MASK,
     MOD4_MASK,
@@ -42,11 +42,6 @@ from karukan_engine.session.view import CandidateItem, CandidatePage, PreeditSpa
 
 log = logging.getLogger(__name__)
 _REPORTED: set[str] = set()   # keymap / romaji table problems already logged by this process
-
-# GTK / IBus input purposes and hints that concern privacy.
-PURPOSE_PASSWORD = 8
-PURPOSE_PIN = 9
-HINT_PRIVATE = 1 << 11
 
 _SPACE = 0x20
 # Longer compositions are refused key by key: no one types this much unconverted, and every
@@ -155,7 +150,7 @@ class Session:
         return self._build_view(True, "")
 
     def process_key(self, keysym: int, modifiers: int = 0, release: bool = False) -> View:
-        if release or modifiers & IBUS_RELEASE_MASK or keysym in MODIFIER_KEYSYMS or self._password:
+        if release or keysym in MODIFIER_KEYSYMS or self._password:
             return self._build_view(False, "")   # nothing changes, not even the aux text
         self._begin_event()
         command = self._keymap.lookup(self._state, keysym, modifiers)
@@ -230,7 +225,7 @@ class Session:
         if self._live_listener is not None:
             self._live_listener()
 
-    def set_content_type(self, purpose: int, hints: int) -> View | None:
+    def set_field_privacy(self, field: FieldPrivacy) -> View | None:
         """Password and PIN fields: keys pass through and nothing is learned.
 
         A field that turns into a password field while something is typed gets what is shown
@@ -238,8 +233,8 @@ class Session:
         stays hidden in the session to reappear later. The View carrying that commit is
         returned; None when nothing changed on screen.
         """
-        password = purpose in (PURPOSE_PASSWORD, PURPOSE_PIN)
-        self._private = bool(hints & HINT_PRIVATE)
+        password = field.password
+        self._private = field.private
         if password and not self._password and self._state in (State.COMPOSITION, State.CONVERSION):
             self._begin_event()
             self._password = True

@@ -1,4 +1,4 @@
-"""The interface every converter offers to the session.
+"""The interface every converter offers to the session (below both, so neither imports the other).
 
 The session knows only these types. A converter turns a hiragana reading (plus the text left of
 the caret) into segments (bunsetsu), each covering a span of the reading with ranked candidates.
