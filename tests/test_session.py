@@ -15,6 +15,7 @@ from karukan_engine.session.keysyms import (
 )
 from karukan_engine.session.session import MAX_COMPOSITION_CHARS
 from ime_frontend.toolkit import HINT_PRIVATE, IBUS_RELEASE_MASK, IBUS_SUPER_MASK, PURPOSE_PASSWORD, PURPOSE_PIN, field_privacy, session_key_state
+from karukan_testing.inspect import typing_latin_until_word_ends
 from session_fakes import ScriptedConverter
 
 WORDS = {
@@ -318,7 +319,7 @@ def test_mode_keys():
 def test_shift_letter_types_latin_until_the_word_ends():
     s = make()
     press(s, "Karukan")
-    assert s.view.preedit_text == "Karukan" and s.view.extra["temporary_alphanumeric"]
+    assert s.view.preedit_text == "Karukan" and typing_latin_until_word_ends(s)
     assert commits(press(s, "<Return>")) == "Karukan"
     press(s, "ka")
     assert s.view.preedit_text == "か"
@@ -541,7 +542,7 @@ def test_view_property_is_current_state():
     s = make()
     press(s, "ka")
     v = s.view
-    assert v.handled and v.commit == "" and v.preedit_text == "か" and v.extra["state"] == "composition"
+    assert v.handled and v.commit == "" and v.preedit_text == "か" and s.state is State.COMPOSITION
 
 
 # -- configuration -------------------------------------------------------------------------------

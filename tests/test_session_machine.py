@@ -13,6 +13,7 @@ from karukan_engine.session.keysyms import (
 )
 from karukan_engine.session.field import FieldPrivacy
 from karukan_engine.session.session import reading_of
+from karukan_testing.inspect import resolved_text
 from session_fakes import ScriptedConverter
 
 WORDS = {"きょう": ["今日", "京"], "は": ["葉"], "かん": [f"漢{i}" for i in range(12)], "てんき": ["天気"]}
@@ -43,7 +44,7 @@ class SessionMachine(RuleBasedStateMachine):
         s = self.session
         view = s.view
         shown = view.preedit_text
-        resolved = s._composer.preview()
+        resolved = resolved_text(s._composer)
         allowed = {shown, resolved, "\u3000", " ", self.converter.live(_req(reading_of(resolved)))}
         if view.candidates is not None:
             conv = s._conversion

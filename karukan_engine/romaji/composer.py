@@ -99,16 +99,6 @@ class Composer:
         after = "".join(u.keys for u in self.units[self.cursor :])
         return before + self.pending_keys + after
 
-    def preview(self) -> str:
-        """The text as flush() would leave it, without changing anything."""
-        saved = (list(self.units), self.cursor, self.pending, self.pending_keys)
-        self.units = [Unit(u.text, u.keys, u.group) for u in self.units]
-        try:
-            self.flush()
-            return "".join(u.text for u in self.units)
-        finally:
-            self.units, self.cursor, self.pending, self.pending_keys = saved
-
     # -- editing -------------------------------------------------------------------------------
 
     def insert(self, key: str) -> None:

@@ -655,11 +655,6 @@ class Session:
             commit=commit,
             mode=self._mode.value,
             enabled=self._state is not State.DIRECT,
-            extra={
-                "state": self._state.value,
-                "live_conversion": self._live_enabled,
-                "temporary_alphanumeric": self._temporary_alphanumeric,
-            },
         )
 
     def _composition_display(self) -> tuple[str, int]:
