@@ -33,7 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fused_quality import add_common_arguments, gather_evidence, load_pipeline, load_sets, request_of  # noqa: E402
+from fused_quality import add_common_arguments, load_pipeline, load_sets  # noqa: E402
+from tools.fusion_fit import gather_evidence, request_of  # noqa: E402
 
 from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
