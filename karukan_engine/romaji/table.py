@@ -63,11 +63,6 @@ class RomajiTable:
             node = child
         return Match(node.rule, bool(node.children))
 
-    def is_prefix(self, text: str) -> bool:
-        """True when text is the input of a rule or the start of one."""
-        match = self.lookup(text)
-        return match.rule is not None or match.has_continuation
-
     # -- reverse direction: kana → the keys that type it -------------------------------------
 
     def _build_reverse(self) -> dict[str, str]:
