@@ -20,8 +20,8 @@ PACKAGES = ("karukan_engine", "ime_frontend", "karukan_testing", "tools")
 
 # Bottom first. Modules in one layer may import each other; a module may import any layer below.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # value types, errors, safe user-file access; kana tables
-    ("karukan_engine", "karukan_engine.core", "karukan_engine.kana"),
+    # value types, errors, safe user-file access; kana and its script forms
+    ("karukan_engine", "karukan_engine.core", "karukan_engine.kana", "karukan_engine.transliteration"),
     # romaji composer, dictionaries (system, user, learning)
     ("karukan_engine.romaji", "karukan_engine.dictionary"),
     # the user's settings, checked against what the layers below accept

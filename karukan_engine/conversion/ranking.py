@@ -9,13 +9,12 @@ Transliteration variants ([全]カタカナ …) are not ranked: they stay at th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from karukan_engine.conversion.settings import FusionWeights
-from karukan_engine.core.types import Candidate
+from karukan_engine.core.candidates import unique_surfaces
+from karukan_engine.core.types import Candidate, Source
 from karukan_engine.kana import nfkc
-
-VARIANT_SOURCE = "variant"
 
 
 @dataclass(frozen=True)
@@ -42,17 +41,7 @@ def fused_score(item: Evidence, reading_chars: int, weights: FusionWeights) -> f
 
 def rank(items: Sequence[Evidence], reading_chars: int, weights: FusionWeights) -> list[Candidate]:
     """Candidates best first, without duplicate surfaces; variants last in their given order."""
-    ranked = [it for it in items if it.candidate.source != VARIANT_SOURCE]
-    variants = [it.candidate for it in items if it.candidate.source == VARIANT_SOURCE]
+    ranked = [it for it in items if it.candidate.source != Source.VARIANT]
+    variants = [it.candidate for it in items if it.candidate.source == Source.VARIANT]
     order = sorted(range(len(ranked)), key=lambda i: (fused_score(ranked[i], reading_chars, weights), i))
-    return dedup([ranked[i].candidate for i in order] + variants)
-
-
-def dedup(candidates: Iterable[Candidate]) -> list[Candidate]:
-    seen: set[str] = set()
-    out = []
-    for cand in candidates:
-        if cand.surface and cand.surface not in seen:
-            seen.add(cand.surface)
-            out.append(cand)
-    return out
+    return unique_surfaces([ranked[i].candidate for i in order], variants)

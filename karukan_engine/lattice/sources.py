@@ -6,6 +6,7 @@ from typing import Iterator
 
 import numpy as np
 
+from karukan_engine.core.types import Source
 from karukan_engine.dictionary.learning import LearningStore
 from karukan_engine.dictionary.system import SystemDictionary
 from karukan_engine.dictionary.user_dictionary import UserDictionary
@@ -66,7 +67,7 @@ class UserWordSource:
         for word in self.user_dictionary.words:
             for reading, surface, pos in self._forms(word.reading, word.surface, word.pos):
                 cost = _standalone_cost(self.dictionary, reading, pos)
-                index.setdefault(reading, []).append(ExtraWord(reading, surface, pos, pos, cost, "user"))
+                index.setdefault(reading, []).append(ExtraWord(reading, surface, pos, pos, cost, Source.USER))
         self._index = index
         self._generation = self.user_dictionary.generation
 
@@ -133,4 +134,4 @@ class LearnedWordSource:
             for rank, surface in enumerate(self.store.lookup(reading)):   # last used first
                 lid, rid, cost = self._shape(reading, surface)
                 yield ExtraWord(reading, surface, lid, rid, cost + (OLDER_LEARNED_PENALTY if rank else 0),
-                                "learning")
+                                Source.LEARNING)
