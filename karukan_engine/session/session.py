@@ -15,6 +15,7 @@ from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.core.types import Converter, ConversionRequest, Segment, Source, check_segments
 from karukan_engine.kana import to_fullwidth_katakana, to_hiragana
 from karukan_engine.romaji.composer import Composer, ComposerSettings, Script
+from karukan_engine.romaji.modes import InputMode
 from karukan_engine.romaji.table import RomajiTable, TableError
 from karukan_engine.session.commands import Command
 from karukan_engine.session.field import FieldPrivacy
@@ -29,7 +30,7 @@ from karukan_engine.session.keysyms import (
     binding_modifiers,
     char_of,
 )
-from karukan_engine.session.modes import InputMode, State
+from karukan_engine.session.modes import State
 from karukan_engine.session.segments import Conversion
 from karukan_engine.session.view import CandidateItem, CandidatePage, PreeditSpan, PreeditStyle, View
 from karukan_engine.transliteration import Form
