@@ -42,7 +42,7 @@ def test_decode_cpu_counter_counts_llama_decode(tiny_mimic):
         before = decode_cpu_seconds()
         model.prompt_ids("かんじ")  # tokenizing alone decodes nothing
         assert decode_cpu_seconds() == before
-        model.session().generate(prompt, 4, frozenset())
+        model.greedy_decoder().generate(prompt, 4, frozenset())
         assert decode_cpu_seconds() > before
 
 

@@ -154,7 +154,7 @@ def test_stop_ids_hold_the_family_eos_and_the_marks(model):
 
 
 def test_greedy_matches_full_reevaluation(model):
-    session = model.session()
+    session = model.greedy_decoder()
     for reading, context in READINGS:
         prompt = model.prompt_ids(reading, context)
         out, _, finished = session.generate(prompt, 10, model.stop_ids)

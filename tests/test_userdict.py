@@ -93,9 +93,9 @@ def test_edits_by_another_process_are_picked_up(tmp_path):
     cli_side = UserDictionary(path, POS)
     cli_side.add("すし", "寿司")
     cli_side.save()
-    generation = engine_side.generation
+    version = engine_side.version
     assert engine_side.reload_if_changed()
-    assert [w.surface for w in engine_side.words] == ["寿司"] and engine_side.generation > generation
+    assert [w.surface for w in engine_side.words] == ["寿司"] and engine_side.version > version
     assert not engine_side.reload_if_changed()
 
 

@@ -87,16 +87,16 @@ class LatticeConverter:
             self._segment_cache.clear()
 
     # -- analysis ------------------------------------------------------------------------------
-    def _generations(self) -> tuple[int, int]:
+    def _versions(self) -> tuple[int, int]:
         if self.user_dictionary is not None:
             self.user_dictionary.reload_if_changed()
-        return (self.user_dictionary.generation if self.user_dictionary else 0,
-                self.learning.generation if self.learning else 0)
+        return (self.user_dictionary.version if self.user_dictionary else 0,
+                self.learning.version if self.learning else 0)
 
     def _analyse(self, request: ConversionRequest) -> _Analysis:
         cuts = fixed_cuts(len(request.reading), tuple(request.fixed_lengths))
         start = self.context.left_neighbours(request.left_context) if self.use_context else START
-        key = (request.reading, tuple(cuts), start, self._generations())
+        key = (request.reading, tuple(cuts), start, self._versions())
         with self._lock:
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
@@ -189,10 +189,10 @@ class LatticeConverter:
 
     def _segments(self, reading: str, analysis: _Analysis) -> list[Segment]:
         lattice = analysis.lattice
-        generations = self._generations()
+        versions = self._versions()
         segments = []
         for lo, hi, best, left, eos_lid in self._best(reading, analysis):
-            key = (reading[lo:hi], left, eos_lid, best, generations)
+            key = (reading[lo:hi], left, eos_lid, best, versions)
             with self._lock:
                 candidates = self._segment_cache.get(key)
                 if candidates is not None:

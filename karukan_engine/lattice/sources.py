@@ -44,7 +44,7 @@ class UserWordSource:
     def __init__(self, user_dictionary: UserDictionary, dictionary: SystemDictionary) -> None:
         self.user_dictionary = user_dictionary
         self.dictionary = dictionary
-        self._generation = -1
+        self._version = -1
         self._index: dict[str, list[ExtraWord]] = {}
 
     def _forms(self, reading: str, surface: str, pos: str) -> list[tuple[str, str, int]]:
@@ -61,7 +61,7 @@ class UserWordSource:
                 for s_end, r_end, pos_id in forms if stem_reading + r_end]
 
     def _refresh(self) -> None:
-        if self._generation == self.user_dictionary.generation:
+        if self._version == self.user_dictionary.version:
             return
         index: dict[str, list[ExtraWord]] = {}
         for word in self.user_dictionary.words:
@@ -69,7 +69,7 @@ class UserWordSource:
                 cost = _standalone_cost(self.dictionary, reading, pos)
                 index.setdefault(reading, []).append(ExtraWord(reading, surface, pos, pos, cost, Source.USER))
         self._index = index
-        self._generation = self.user_dictionary.generation
+        self._version = self.user_dictionary.version
 
     def words_at(self, text: str, start: int) -> Iterator[ExtraWord]:
         self._refresh()
@@ -91,7 +91,7 @@ class LearnedWordSource:
         self._shapes: dict[tuple[str, str], tuple[int, int, int]] = {}
         # the dictionary words that spell a learned pair: (start, end, lid, rid, surface) each
         self._words: dict[tuple[str, str], tuple[tuple[int, int, int, int, str], ...]] = {}
-        self._longest = (-1, 0)   # (store generation, longest learned reading)
+        self._longest = (-1, 0)   # (store version, longest learned reading)
 
     def _shape(self, reading: str, surface: str) -> tuple[int, int, int]:
         """(lid, rid, cost) of the node for a learned pair."""
@@ -126,8 +126,8 @@ class LearnedWordSource:
         return noun, noun, USER_WORD_COST if best_inner is None else max(0, best_inner - LEARNED_BONUS)
 
     def words_at(self, text: str, start: int) -> Iterator[ExtraWord]:
-        if self._longest[0] != self.store.generation:
-            self._longest = (self.store.generation, self.store.max_reading_length)
+        if self._longest[0] != self.store.version:
+            self._longest = (self.store.version, self.store.max_reading_length)
         longest = self._longest[1]
         for end in range(start + 1, min(len(text), start + longest) + 1):
             reading = text[start:end]

@@ -1,5 +1,5 @@
 """A model-only Converter: one segment per request, candidates from beam search, live
-conversion from the persistent greedy session.
+conversion from the persistent greedy decoder.
 
 While the model is loading (or if it failed to load) every method answers with the reading
 itself, so the session keeps working. It does not learn: `record` has nothing to update here
