@@ -36,18 +36,10 @@ class SystemDictionary:
         """FileNotFoundError or format.DictionaryFormatError when the files are missing or damaged."""
         self.directory = directory
         files = dictionary_format.read(directory)
-        self.meta = files.meta
-        self._readings = files.readings
-        self._surfaces = files.surfaces
-        self.offsets = files.offsets
-        self.lid = files.lid
-        self.rid = files.rid
-        self.cost = files.cost
-        self.surface_ids = files.surface_ids
-        self.matrix = files.matrix
-        self._segmenter_bits = files.segmenter_bits
-        self.prefix_penalty = files.prefix_penalty
-        self.suffix_penalty = files.suffix_penalty
+        self.meta, self._readings, self._surfaces = files.meta, files.readings, files.surfaces
+        self.offsets, self.lid, self.rid, self.cost = files.offsets, files.lid, files.rid, files.cost
+        self.surface_ids, self.matrix, self._segmenter_bits = files.surface_ids, files.matrix, files.segmenter_bits
+        self.prefix_penalty, self.suffix_penalty = files.prefix_penalty, files.suffix_penalty
         self.pos_size = int(self.matrix.shape[0])
 
     @cached_property
