@@ -85,7 +85,7 @@ def test_rows_from_the_cached_source_tarball(tmp_path, monkeypatch):
     import io
     import tarfile
 
-    import dictionary_fetch
+    from tools import dictionary_fetch
 
     tarball = tmp_path / "mozc.tar.xz"
     data = ROWS.encode("utf-8")
