@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Neural backend benchmark: greedy, persistent greedy session, shared-prompt beam search and the
+"""Neural backend benchmark: greedy, persistent greedy decoder, shared-prompt beam search and the
 full re-evaluation reference, on GGUF models in the real shapes with random weights.
 
 Random weights are fine for timing (speed does not depend on weight values) but then every
@@ -31,9 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from karukan_engine.neural.beam import BeamSearcher  # noqa: E402
-from karukan_engine.neural.greedy import GreedySession  # noqa: E402
+from karukan_engine.neural.greedy import GreedyDecoder  # noqa: E402
 from karukan_engine.neural.model import ModelOptions, NeuralModel, find_gguf, load_model  # noqa: E402
-from karukan_engine.neural.testing import REAL_SHAPES, real_shape, reference_beam, write_model_dir  # noqa: E402
+from karukan_testing.tiny_models import REAL_SHAPES, real_shape, reference_beam, write_model_dir  # noqa: E402
 
 READING = "わたしはあしたとうきょうへいくよていでした"  # 21 kana
 CONVERSION = "私は明日東京へ行く予定でした"  # what a real model writes for READING
@@ -126,7 +126,7 @@ class Bench:
             left = CONTEXT if context else ""
             prompt = model.prompt_ids(READING, left)
             kana_prompts = [model.prompt_ids(READING[:k], left) for k in range(1, len(READING) + 1)]
-            session = GreedySession(llama, threads)
+            session = GreedyDecoder(llama, threads)
             searcher = BeamSearcher(llama, threads)
 
             def scratch() -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ime_frontend.flood import FloodResult, info_flood, key_flood, percentile, quiet_typist  # noqa: E402
-from ime_frontend.headless import HeadlessDesktop, read_line  # noqa: E402
+from karukan_testing.headless import HeadlessDesktop, read_line  # noqa: E402
 
 SCENARIOS = {
     "2,000 GetInfo, 1 client": lambda a: [info_flood(a, 2000)],

@@ -33,11 +33,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fused_quality import add_common_arguments, gather_evidence, load_pipeline, load_sets, request_of  # noqa: E402
+from fused_quality import add_common_arguments, load_pipeline, load_sets  # noqa: E402
+from tools.fusion_fit import gather_evidence, request_of  # noqa: E402
 
 from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from karukan_engine.conversion.ranking import Evidence  # noqa: E402
+from karukan_engine.core.types import Source  # noqa: E402
 from karukan_engine.evaluation.metrics import EvalItem  # noqa: E402
 from karukan_engine.kana import nfkc  # noqa: E402
 
@@ -54,7 +56,7 @@ class Row:
 
 
 def row_of(item: EvalItem, evidence: list[Evidence], greedy: str | None) -> Row | None:
-    ranked = [e for e in evidence if e.candidate.source != "variant" and e.nll is not None]
+    ranked = [e for e in evidence if e.candidate.source != Source.VARIANT and e.nll is not None]
     if not ranked:
         return None
     d = ranked[0]   # the pool starts with the base converter's N-best: d is the dictionary's best

@@ -3,7 +3,7 @@
 N sessions (1, 4, 16) each type a different dev-set reading, one kana per round, all ready
 together (a burst of keys across input contexts). Every round converts every session's reading:
 
-  switching  one GreedySession (one sequence) serving all sessions in turn, saving and restoring
+  switching  one GreedyDecoder (one sequence) serving all sessions in turn, saving and restoring
              each session's sequence state (what one worker thread does today)
   one by one a GreedyPool with a sequence id per session, one job per call
   batched    the same pool, all sessions' jobs in one generate_many call: one llama_decode for
@@ -32,10 +32,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from karukan_engine.evaluation.metrics import load_items  # noqa: E402
-from karukan_engine.neural.greedy import GreedySession  # noqa: E402
+from karukan_engine.neural.greedy import GreedyDecoder  # noqa: E402
 from karukan_engine.neural.greedy_pool import GreedyJob, GreedyPool  # noqa: E402
 from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
-from karukan_engine.neural.testing import real_shape, write_model_dir  # noqa: E402
+from karukan_testing.tiny_models import real_shape, write_model_dir  # noqa: E402
 
 DEV_SET = ROOT / "karukan_engine" / "data" / "eval" / "mozc_evaluation.tsv"
 NO_STOP: frozenset[int] = frozenset()
@@ -71,7 +71,7 @@ def main() -> int:
             owners = list(range(n))
             rounds = [[GreedyJob(o, model.prompt_ids(readings[o][:k]), args.tokens, NO_STOP, draft) for o in owners]
                       for k in range(1, args.kana + 1)]
-            session = GreedySession(model.llama, args.threads)
+            session = GreedyDecoder(model.llama, args.threads)
             single = GreedyPool(model.llama, args.threads, slots=n)
             batched = GreedyPool(model.llama, args.threads, slots=n)
 

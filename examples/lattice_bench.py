@@ -37,7 +37,7 @@ _LOAD_PROBE = """
 import json, resource, sys, time
 started = time.perf_counter()
 from karukan_engine.lattice.converter import LatticeConverter
-from karukan_engine.conversion.types import ConversionRequest
+from karukan_engine.core.types import ConversionRequest
 converter = LatticeConverter.load_default()
 loaded = time.perf_counter()
 converter.live(ConversionRequest("きょうはいいてんきですね"))
@@ -106,7 +106,7 @@ def main() -> int:
         load = json.loads(probe.stdout)
 
         os.environ["XDG_DATA_HOME"] = home
-        from karukan_engine.conversion.types import ConversionRequest
+        from karukan_engine.core.types import ConversionRequest
         from karukan_engine.lattice.converter import LatticeConverter
 
         converter = LatticeConverter.load_default()

@@ -29,9 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools"))
 
-from karukan_engine.conversion.types import ConversionRequest  # noqa: E402
+from karukan_engine.core.types import ConversionRequest  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -108,7 +107,7 @@ def check(converter, row: Row) -> tuple[bool, str]:
 
 def tarball_rows(cache: Path) -> list[Row]:
     """oss.tsv of the cached Debian Mozc source (fetched like the dictionary build does)."""
-    import dictionary_fetch
+    from tools import dictionary_fetch
 
     tarball = dictionary_fetch.fetch(dictionary_fetch.MOZC, cache)
     with tarfile.open(tarball) as archive:

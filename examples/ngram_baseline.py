@@ -50,6 +50,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tools import fusion_fit  # noqa: E402  (the dictionary-vs-system statistics)
+
 UNK = 0          # a character outside the vocabulary
 BOUNDARY = 1     # sentence start / end
 FIRST_CHAR_ID = 2
@@ -326,8 +328,7 @@ def rerank(candidates: Sequence[str], log_s: Sequence[float], lam: float,
 
 
 def acc1(items: Sequence, outputs: Sequence[Sequence[str]]) -> float:
-    fq = fused_quality()
-    return sum(fq.top_correct(i, o) for i, o in zip(items, outputs)) / max(1, len(items))
+    return sum(fusion_fit.top_correct(i, o) for i, o in zip(items, outputs)) / max(1, len(items))
 
 
 def fit_lambda(items: Sequence, candidates: Sequence[Sequence[str]], scores: Sequence[Sequence[float]],
@@ -363,7 +364,7 @@ def main() -> int:
     base = LatticeConverter(SystemDictionary(), None, None)
 
     def dictionary_top(item) -> list[str]:
-        return [c.surface for c in base.candidates(fq.request_of(item), fq.N_CANDIDATES)]
+        return [c.surface for c in base.candidates(fusion_fit.request_of(item), fusion_fit.N_CANDIDATES)]
 
     sets = fq.with_no_context(fq.load_sets(None, args.limit, docs=True))
     lists, scores, seconds = {}, {}, {}
@@ -386,8 +387,8 @@ def main() -> int:
     fit_scores = [s for n in fit_names for s in scores[n][0::2]]
     lam, by_lambda = fit_lambda(fit_items, fit_lists, fit_scores)
     fit_out = [rerank(c, s, lam) for c, s in zip(fit_lists, fit_scores)]
-    fit_versus = fq.paired(fit_items, fit_out, fit_lists)
-    fit_p = fq.sign_test(fit_versus.wins, fit_versus.losses, two_sided=False)
+    fit_versus = fusion_fit.paired(fit_items, fit_out, fit_lists)
+    fit_p = fusion_fit.sign_test(fit_versus.wins, fit_versus.losses, two_sided=False)
     print(f"fit on {len(fit_items)} even rows of {len(fit_names)} sets: lambda {lam} "
           f"(Acc@1 NFKC {100 * by_lambda[lam]:.1f} % vs dictionary {100 * by_lambda[0.0]:.1f} %, "
           f"+{fit_versus.wins} -{fit_versus.losses}, one-sided p {fit_p:.4f}); grid "

@@ -1,7 +1,7 @@
 """Key round trip through the real desktop frameworks: IBus (engine in-process or forwarding to
 the engine service), fcitx5 (our C++ addon → engine service), and the engine service alone.
 
-Each path runs headless on a private bus (see ime_frontend.headless). A "handled" key is a letter
+Each path runs headless on a private bus (see karukan_testing.headless). A "handled" key is a letter
 typed into a composition (the engine answers with a new preedit; dictionary only, no model work);
 a "pass-through" key is one the engine declines (Left with nothing composed). Concurrent: 16
 applications typing at once, every key's latency pooled. "unexpected" counts keys that were
@@ -26,9 +26,9 @@ from typing import Awaitable, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ime_frontend.app_clients import FCITX_CAP_KEY_EVENT_ORDER_FIX, FCITX_CAPS, FcitxApp, IBusApp  # noqa: E402
+from karukan_testing.app_clients import FCITX_CAP_KEY_EVENT_ORDER_FIX, FCITX_CAPS, FcitxApp, IBusApp  # noqa: E402
 from ime_frontend.client import EngineClient  # noqa: E402
-from ime_frontend.headless import HeadlessDesktop  # noqa: E402
+from karukan_testing.headless import HeadlessDesktop  # noqa: E402
 from ime_frontend.ibus.component import component_xml  # noqa: E402
 from ime_frontend.install import install, python_command, user_layout  # noqa: E402
 

@@ -22,12 +22,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools"))
 
-import dictionary_fetch  # noqa: E402
-from build_devsets import parse_anthy_segments  # noqa: E402
+from tools import dictionary_fetch  # noqa: E402
+from tools.build_devsets import parse_anthy_segments  # noqa: E402
 
-from karukan_engine.conversion.types import ConversionRequest  # noqa: E402
+from karukan_engine.core.types import ConversionRequest  # noqa: E402
 from karukan_engine.kana import nfkc, to_hiragana  # noqa: E402
 
 PAGE = 9

@@ -2,7 +2,7 @@
 
 Dev-set readings are typed kana by kana, with a backspace and retype now and then; each new
 sentence has the previous one as left context (a change the draft cannot follow). For every key
-the model converts the reading. Every method runs in its own GreedySession (so each sees the KV
+the model converts the reading. Every method runs in its own GreedyDecoder (so each sees the KV
 cache a live session would) and must return plain greedy's tokens. Methods:
 
   plain        no draft: KV reuse of the common prefix, one llama_decode per output token
@@ -40,10 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from karukan_engine.evaluation.metrics import load_items  # noqa: E402
-from karukan_engine.neural.greedy import GreedySession  # noqa: E402
+from karukan_engine.neural.greedy import GreedyDecoder  # noqa: E402
 from karukan_engine.neural.greedy_pool import common_prefix_len  # noqa: E402
 from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
-from karukan_engine.neural.testing import real_shape, write_model_dir  # noqa: E402
+from karukan_testing.tiny_models import real_shape, write_model_dir  # noqa: E402
 
 DEV_SET = ROOT / "karukan_engine" / "data" / "eval" / "mozc_evaluation.tsv"
 METHODS = ("plain", "auto", "always", "right draft", "wrong draft")
@@ -99,7 +99,7 @@ def main() -> int:
             model = load_model(Path(tmp), ModelOptions(n_threads=args.threads))
         name = f"{args.shape} (random weights)"
     stop = model.stop_ids if natural else frozenset()
-    sessions = {method: GreedySession(model.llama, args.threads) for method in METHODS}
+    sessions = {method: GreedyDecoder(model.llama, args.threads) for method in METHODS}
     times: dict[str, list[float]] = {method: [] for method in METHODS}
     accepted: dict[str, list[int]] = {"auto": [], "always": []}
     by_change: list[tuple[int, int, float, float]] = []  # changed tokens, accepted, always s, plain s

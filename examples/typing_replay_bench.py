@@ -44,7 +44,7 @@ from karukan_engine.conversion.live_service import LiveService, LiveUpdate  # no
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
 from karukan_engine.conversion.scheduler import Scheduler  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
-from karukan_engine.conversion.types import ConversionRequest  # noqa: E402
+from karukan_engine.core.types import ConversionRequest  # noqa: E402
 from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
 from karukan_engine.evaluation.metrics import load_items  # noqa: E402
 from karukan_engine.lattice.converter import LatticeConverter  # noqa: E402
@@ -182,7 +182,7 @@ def load_model_for(args):
 
     options = ModelOptions(n_threads=args.threads)
     if args.random_shape:
-        from karukan_engine.neural.testing import real_shape, write_model_dir
+        from karukan_testing.tiny_models import real_shape, write_model_dir
 
         with tempfile.TemporaryDirectory(prefix="karukan-bench-") as tmp:
             # llama.cpp maps the file; loaded, it no longer needs the directory on Linux.

@@ -23,6 +23,7 @@ from concurrent.futures import Executor
 from typing import Any, Callable, Hashable, Iterable
 
 from ime_frontend.fair import FairExecutor
+from ime_frontend.toolkit import field_privacy, session_key_state
 from karukan_engine.config import Config, ConfigError
 from karukan_engine.conversion.contracts import EngineConverter
 from karukan_engine.conversion.live_service import ContextId, LiveLink, LiveService, LiveUpdate
@@ -102,6 +103,7 @@ class ContextHost:
 
     # The operations every frontend needs, named as the session names them.
     async def process_key(self, keysym: int, modifiers: int, release: bool) -> View:
+        modifiers, release = session_key_state(modifiers, release)
         return await self.call(lambda s: s.process_key(keysym, modifiers, release))
 
     async def focus_in(self) -> View:
@@ -117,7 +119,7 @@ class ContextHost:
         return await self.call(lambda s: s.set_surrounding_text(text, cursor, anchor))
 
     async def set_content_type(self, purpose: int, hints: int) -> View:
-        return await self.call(lambda s: s.set_content_type(purpose, hints))
+        return await self.call(lambda s: s.set_field_privacy(field_privacy(purpose, hints)))
 
     async def select_candidate(self, index: int) -> View:
         return await self.call(lambda s: s.select_candidate(index))

@@ -205,7 +205,8 @@ async def ibus_engine_check(address: str) -> Check:
 
 def dictionary_check(directory: Path | None = None) -> Check:
     """Whether the compiled system dictionary loads; without it the engine types kana only."""
-    from karukan_engine.dictionary.system import DEFAULT_DIR, DictionaryFormatError, SystemDictionary
+    from karukan_engine.dictionary.format import DictionaryFormatError
+    from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 
     try:
         dictionary = SystemDictionary(directory or DEFAULT_DIR)

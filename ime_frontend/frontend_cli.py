@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ime_frontend.serve_options import add_serve_arguments
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     serve = subparsers.add_parser("serve", help="run the engine service on the session bus")
@@ -32,16 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     doctor.set_defaults(handler=_doctor)
 
 
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--no-model", action="store_true", help="dictionary only, never load a model")
-    parser.add_argument("--model", default=None, help="a models.toml id or a GGUF path")
-    parser.add_argument("--replace", action="store_true", help="take over from a running engine service")
-    parser.add_argument("--address", default=None, help="D-Bus address (default: the session bus)")
-    parser.add_argument("--verbose", action="store_true")
-
-
 def _layout(args: argparse.Namespace):
-    from karukan_engine.cli import UsageError
+    from karukan_engine.core.errors import UsageError
     from ime_frontend.install import system_layout, user_layout
 
     if args.root is not None and not args.system:

@@ -356,7 +356,7 @@ async def serve(core_factory: Callable[[], EngineCore], bus_address: str | None 
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from ime_frontend.frontend_cli import add_serve_arguments
+    from ime_frontend.serve_options import add_serve_arguments
 
     parser = argparse.ArgumentParser(prog="karukan-engine", description="Karukan engine service")
     add_serve_arguments(parser)

@@ -8,22 +8,19 @@ the handler it sets returns an int exit status.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
-# subcommand module -> imported lazily so `karukan keys` never pays for llama.cpp or D-Bus.
-SUBCOMMAND_MODULES = (
-    "karukan_engine.session.keys_cli",        # keys
-    "karukan_engine.conversion.convert_cli",  # convert
-    "karukan_engine.dictionary.dict_cli",     # dict
-    "karukan_engine.evaluation.eval_cli",     # eval
-    "karukan_engine.neural.model_cli",        # model
-    "ime_frontend.frontend_cli",              # serve, install, uninstall, doctor
-)
+# The top layer: it may import every layer below, and nothing imports it. Each subcommand module
+# keeps its heavy imports (llama.cpp, D-Bus) inside its handlers, so `karukan keys` pays for neither.
+from ime_frontend import frontend_cli                   # serve, install, uninstall, doctor
+from karukan_engine.conversion import convert_cli       # convert
+from karukan_engine.core.errors import UsageError
+from karukan_engine.dictionary import dict_cli          # dict
+from karukan_engine.evaluation import eval_cli          # eval
+from karukan_engine.neural import model_cli             # model
+from karukan_engine.session import keys_cli             # keys
 
-
-class UsageError(Exception):
-    """Bad command-line usage: exit status 2."""
+SUBCOMMANDS = (keys_cli, convert_cli, dict_cli, eval_cli, model_cli, frontend_cli)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,13 +31,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="karukan", description="Karukan Japanese input method engine")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name and name.startswith(exc.name):
-                continue  # that layer is not built yet
-            raise
+    for module in SUBCOMMANDS:
         module.register(sub)
     return parser
 
@@ -66,8 +57,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run as `python -m`, this module is __main__; use the importable one so the UsageError that
-    # subcommands raise is the class main() catches.
-    from karukan_engine.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

@@ -20,7 +20,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from karukan_engine.dictionary.storage import MAX_SETTINGS_BYTES, read_user_text
+from karukan_engine.core.user_files import MAX_SETTINGS_BYTES, read_user_text
+from karukan_engine.romaji.composer import PUNCTUATION_STYLES, WIDTHS
+from karukan_engine.romaji.modes import InputMode
 
 if sys.version_info >= (3, 11):
     import tomllib as _toml
@@ -29,9 +31,6 @@ else:  # pragma: no cover - Python 3.10 only
 
 TomlError = _toml.TOMLDecodeError
 
-INPUT_MODES = ("hiragana", "katakana", "halfwidth_katakana", "fullwidth_alphanumeric", "alphanumeric")
-PUNCTUATION_STYLES = ("、。", "，．", "、．", "，。", ",.")
-WIDTHS = ("full", "half")
 
 
 class ConfigError(ValueError):
@@ -99,7 +98,7 @@ def _path_like(value: str) -> str | None:
 
 # Value checks per key (the type is checked against the default's type first).
 _CHECKS: dict[str, dict[str, Callable[[Any], str | None]]] = {
-    "input": {"mode": _among(INPUT_MODES), "punctuation": _among(PUNCTUATION_STYLES),
+    "input": {"mode": _among(tuple(mode.value for mode in InputMode)), "punctuation": _among(PUNCTUATION_STYLES),
               "symbol_width": _among(WIDTHS), "digit_width": _among(WIDTHS), "letter_width": _among(WIDTHS),
               "romaji_table": _path_like},
     "session": {"page_size": _between(1, 9), "context_chars": _between(0, 1000), "keymap": _path_like},

@@ -13,7 +13,7 @@ import os
 import random
 from pathlib import Path
 
-from karukan_engine.dictionary.storage import MAX_DATA_BYTES, MAX_SETTINGS_BYTES
+from karukan_engine.core.user_files import MAX_DATA_BYTES, MAX_SETTINGS_BYTES
 
 USER_FILES = ("learning", "user_dictionary", "config", "keymap", "romaji_table")
 DAMAGES = ("garbage", "truncated", "huge", "nested", "nan", "unreadable", "directory", "fifo", "device", "loop")
@@ -94,7 +94,7 @@ def start_and_type(home: Path) -> dict:
     os.environ["XDG_CONFIG_HOME"] = str(home / "config")
     os.environ.pop("KARUKAN_CONFIG", None)
     from karukan_engine.config import Config
-    from karukan_engine.conversion.types import ConversionRequest
+    from karukan_engine.core.types import ConversionRequest
     from karukan_engine.lattice.converter import LatticeConverter
     from karukan_engine.session.keys_cli import parse_keys
     from karukan_engine.session.session import Session

@@ -1,5 +1,5 @@
 """Shared helpers for the neural tests: tiny models generated once per test run, and the slow
-reference decoders (karukan_engine.neural.testing: a fresh llama context per evaluation) the
+reference decoders (karukan_testing.tiny_models: a fresh llama context per evaluation) the
 fast paths are checked against."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from karukan_engine.neural.testing import TinyModelSpec, fresh_logprobs, reference_beam, reference_greedy, write_model_dir
+from karukan_testing.tiny_models import TinyModelSpec, fresh_logprobs, reference_beam, reference_greedy, write_model_dir
 
 __all__ = ["tiny_model_dir", "fresh_logprobs", "reference_beam", "reference_greedy"]
 

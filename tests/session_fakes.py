@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from karukan_engine.conversion.plain import kana_variants
-from karukan_engine.conversion.types import Candidate, ConversionRequest, Segment
+from karukan_engine.transliteration import script_variants
+from karukan_engine.core.types import Candidate, ConversionRequest, Segment
 
 
 class ScriptedConverter:
@@ -46,7 +46,7 @@ class ScriptedConverter:
 
     def surfaces(self, reading: str) -> list[str]:
         out: list[str] = []
-        for s in [*self.words.get(reading, []), *(c.surface for c in kana_variants(reading))]:
+        for s in [*self.words.get(reading, []), *(c.surface for c in script_variants(reading))]:
             if s not in out:
                 out.append(s)
         return out

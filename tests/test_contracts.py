@@ -23,7 +23,7 @@ from karukan_engine.conversion.contracts import (
 from karukan_engine.conversion.live_service import DictionaryOnly
 from karukan_engine.conversion.model_slot import Loaded
 from karukan_engine.conversion.plain import PlainConverter
-from karukan_engine.conversion.types import Converter
+from karukan_engine.core.types import Converter
 from karukan_engine.dictionary.system import DEFAULT_DIR
 from session_fakes import ScriptedConverter
 from test_frontend_service import GatedModelConverter, SavingConverter

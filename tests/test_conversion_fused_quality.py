@@ -1,5 +1,5 @@
-"""examples/fused_quality.py: the paired statistics, the significance guard of the weight fit,
-and an end-to-end run on the real dictionary with a tiny real model."""
+"""tools/fusion_fit.py and examples/fused_quality.py: the paired statistics, the significance guard
+of the weight fit, and an end-to-end run on the real dictionary with a tiny real model."""
 
 import importlib.util
 import json
@@ -13,8 +13,9 @@ from hypothesis import given, settings, strategies as st
 
 from karukan_engine.conversion.ranking import Evidence
 from karukan_engine.conversion.settings import FusionWeights
-from karukan_engine.conversion.types import Candidate
+from karukan_engine.core.types import Candidate
 from karukan_engine.evaluation.metrics import EvalItem
+from tools import fusion_fit
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "examples" / "fused_quality.py"
@@ -32,20 +33,20 @@ fq = load_script()
 
 
 def test_sign_test_known_values():
-    assert fq.sign_test(5, 0, two_sided=False) == pytest.approx(1 / 32)
-    assert fq.sign_test(5, 0) == pytest.approx(2 / 32)
-    assert fq.sign_test(0, 0) == 1.0
-    assert fq.sign_test(3, 3) == 1.0
+    assert fusion_fit.sign_test(5, 0, two_sided=False) == pytest.approx(1 / 32)
+    assert fusion_fit.sign_test(5, 0) == pytest.approx(2 / 32)
+    assert fusion_fit.sign_test(0, 0) == 1.0
+    assert fusion_fit.sign_test(3, 3) == 1.0
 
 
 @given(st.integers(0, 60), st.integers(0, 60))
 def test_sign_test_is_a_symmetric_probability(wins, losses):
-    p = fq.sign_test(wins, losses)
+    p = fusion_fit.sign_test(wins, losses)
     assert 0.0 <= p <= 1.0
-    assert p == pytest.approx(fq.sign_test(losses, wins))
+    assert p == pytest.approx(fusion_fit.sign_test(losses, wins))
     # One more win among as many discordant pairs is never less significant.
     if losses:
-        assert fq.sign_test(wins + 1, losses - 1, two_sided=False) <= fq.sign_test(wins, losses, two_sided=False)
+        assert fusion_fit.sign_test(wins + 1, losses - 1, two_sided=False) <= fusion_fit.sign_test(wins, losses, two_sided=False)
 
 
 @given(st.integers(1, 2000), st.floats(0, 1))
@@ -76,13 +77,13 @@ def items_where_the_model_fixes(fixes: int, breaks: int, ties: int):
 
 def test_the_fit_gives_the_model_a_say_only_when_it_wins_significantly():
     items, evidence, dictionary = items_where_the_model_fixes(fixes=12, breaks=1, ties=20)
-    chosen = fq.fit(items, evidence, dictionary)
+    chosen = fusion_fit.fit(items, evidence, dictionary)
     assert chosen["significant"] and chosen["weights"].uses_model_score
     assert (chosen["fit_wins"], chosen["fit_losses"]) == (12, 1)
     # A small edge on the fit rows is noise, not a reason to let the model reorder.
     items, evidence, dictionary = items_where_the_model_fixes(fixes=4, breaks=2, ties=20)
-    chosen = fq.fit(items, evidence, dictionary)
-    assert not chosen["significant"] and chosen["weights"] == fq.NO_MODEL_SAY
+    chosen = fusion_fit.fit(items, evidence, dictionary)
+    assert not chosen["significant"] and chosen["weights"] == fusion_fit.NO_MODEL_SAY
     assert chosen["best_grid_point"]["nll"] > 0 or chosen["best_grid_point"]["nll_total"] > 0
 
 
@@ -90,13 +91,13 @@ def test_paired_counts_only_discordant_items():
     items = [EvalItem("a", ("A",)), EvalItem("b", ("B",)), EvalItem("c", ("C",)), EvalItem("d", ("D",))]
     ours = [["A"], ["x"], ["C"], ["y"]]
     theirs = [["x"], ["B"], ["C"], ["z"]]
-    assert fq.paired(items, ours, theirs) == fq.Paired(1, 1)
+    assert fusion_fit.paired(items, ours, theirs) == fusion_fit.Paired(1, 1)
 
 
 def test_no_model_say_ranks_like_the_dictionary():
     pool = [ev("b", 5000, 0.1), ev("a", 1000, 9.0), ev("c", None, 0.0, "model")]
-    assert fq.ranked_surfaces(EvalItem("よみ", ("a",)), pool, fq.NO_MODEL_SAY) == ["b", "a", "c"]
-    assert fq.ranked_surfaces(EvalItem("よみ", ("a",)), pool, FusionWeights(nll=1.0, lattice=0, unaligned=0))[0] == "c"
+    assert fusion_fit.ranked_surfaces(EvalItem("よみ", ("a",)), pool, fusion_fit.NO_MODEL_SAY) == ["b", "a", "c"]
+    assert fusion_fit.ranked_surfaces(EvalItem("よみ", ("a",)), pool, FusionWeights(nll=1.0, lattice=0, unaligned=0))[0] == "c"
 
 
 def run_script(tmp_path, script: Path, *extra: str) -> dict:
@@ -141,7 +142,7 @@ def test_gathered_evidence_is_what_the_converter_ranks_whatever_the_weights(tmp_
     from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
     from karukan_engine.lattice.converter import LatticeConverter
     from karukan_engine.neural.model import load_model
-    from karukan_engine.neural.testing import TinyModelSpec, write_model_dir
+    from karukan_testing.tiny_models import TinyModelSpec, write_model_dir
 
     if not (DEFAULT_DIR / "meta.json").is_file():
         pytest.skip("compiled dictionary not built")
@@ -150,13 +151,13 @@ def test_gathered_evidence_is_what_the_converter_ranks_whatever_the_weights(tmp_
     with load_model(write_model_dir(tmp_path / "tiny", TinyModelSpec(seed=3, eos_scale=2.0))) as model:
         slot = ModelSlot(model, "tiny")
         pools = []
-        for weights in (fq.NO_MODEL_SAY, FusionWeights(lattice=0.0, nll=1.0, unaligned=0.0), FusionWeights()):
+        for weights in (fusion_fit.NO_MODEL_SAY, FusionWeights(lattice=0.0, nll=1.0, unaligned=0.0), FusionWeights()):
             fused = FusedConverter(base, [slot], replace(ConversionSettings(), weights=weights), lexicon=system)
             items = [EvalItem("きょうはいいてんき", ("今日はいい天気",), "前"), EvalItem("かいぎ", ("会議",))]
-            evidence = fq.gather_evidence(fused, slot, items)
+            evidence = fusion_fit.gather_evidence(fused, slot, items)
             for item, found in zip(items, evidence):
-                expected = [c.surface for c in fused.candidates(fq.request_of(item), fq.N_CANDIDATES)]
-                assert fq.ranked_surfaces(item, found, weights) == expected
+                expected = [c.surface for c in fused.candidates(fusion_fit.request_of(item), fusion_fit.N_CANDIDATES)]
+                assert fusion_fit.ranked_surfaces(item, found, weights) == expected
                 assert any(e.candidate.source == "model" for e in found)
             pools.append([[e.candidate.surface for e in found] for found in evidence])
         assert pools[0] == pools[1] == pools[2]

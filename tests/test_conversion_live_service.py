@@ -8,7 +8,7 @@ from karukan_engine.conversion.fused import FusedConverter
 from karukan_engine.conversion.live_service import LiveService
 from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.conversion.scheduler import Priority, Scheduler
-from karukan_engine.conversion.types import ConversionRequest
+from karukan_engine.core.types import ConversionRequest
 from karukan_engine.dictionary.learning import LearningStore
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.lattice.converter import LatticeConverter

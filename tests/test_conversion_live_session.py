@@ -10,12 +10,12 @@ from karukan_engine.config import Config  # noqa: E402
 from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
 from karukan_engine.conversion.live_service import LiveLink, LiveService  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
-from karukan_engine.conversion.types import ConversionRequest  # noqa: E402
+from karukan_engine.core.types import ConversionRequest  # noqa: E402
 from karukan_engine.dictionary.learning import LearningStore  # noqa: E402
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary  # noqa: E402
 from karukan_engine.lattice.converter import LatticeConverter  # noqa: E402
 from karukan_engine.neural.model import load_model  # noqa: E402
-from karukan_engine.neural.testing import TinyModelSpec, write_model_dir  # noqa: E402
+from karukan_testing.tiny_models import TinyModelSpec, write_model_dir  # noqa: E402
 from karukan_engine.session.session import Session  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")

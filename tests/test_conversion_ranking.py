@@ -4,9 +4,10 @@ from dataclasses import replace
 
 from hypothesis import given, settings, strategies as st
 
-from karukan_engine.conversion.ranking import Evidence, dedup, fused_score, rank
+from karukan_engine.conversion.ranking import Evidence, fused_score, rank
+from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.conversion.settings import ConversionSettings, FusionWeights
-from karukan_engine.conversion.types import Candidate
+from karukan_engine.core.types import Candidate
 
 import pytest
 
@@ -112,7 +113,7 @@ def test_ranking_is_a_deduplicated_permutation_sorted_by_score(items, w, n):
 
 
 def test_dedup_keeps_first():
-    assert [c.surface for c in dedup([Candidate("a"), Candidate("b"), Candidate("a"), Candidate("")])] == ["a", "b"]
+    assert [c.surface for c in unique_surfaces([Candidate("a"), Candidate("b"), Candidate("a"), Candidate("")])] == ["a", "b"]
 
 
 def test_settings_from_the_config_file(tmp_path, caplog):
@@ -147,7 +148,7 @@ def test_zero_model_weight_keeps_the_given_order(items, learning, n):
     last, except that learned candidates may rise."""
     w = FusionWeights(lattice=0.0, nll=0.0, learning=learning, unaligned=0.0)
     unlearned = [replace(it, learning=0.0) for it in items]
-    expected = dedup([it.candidate for it in unlearned if it.candidate.source != "variant"]
+    expected = unique_surfaces([it.candidate for it in unlearned if it.candidate.source != "variant"]
                      + [it.candidate for it in unlearned if it.candidate.source == "variant"])
     assert rank(unlearned, n, w) == expected
 

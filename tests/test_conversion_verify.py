@@ -10,7 +10,7 @@ pytest.importorskip("llama_cpp")
 
 from karukan_engine.conversion.align import Aligner  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
-from karukan_engine.conversion.types import ConversionRequest  # noqa: E402
+from karukan_engine.core.types import ConversionRequest  # noqa: E402
 from karukan_engine.conversion.verify import REPLACEMENT_CHAR, verify_draft  # noqa: E402
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary  # noqa: E402
 from karukan_engine.lattice.converter import LatticeConverter  # noqa: E402

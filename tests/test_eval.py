@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -14,8 +12,7 @@ from karukan_engine.cli import main
 from karukan_engine.dictionary.system import DEFAULT_DIR
 from karukan_engine.evaluation.metrics import EvalItem, Scores, char_error_rate, edit_distance, load_items
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_devsets  # noqa: E402
+from tools import build_devsets  # noqa: E402
 
 EVAL_DIR = DEFAULT_DIR.parent / "eval"
 texts = st.text(alphabet="あいう亜伊ab", max_size=8)

@@ -18,7 +18,7 @@ from ime_frontend import wire
 from ime_frontend.bus import MessageBus
 from ime_frontend.contexts import ContextHost, EngineCore
 from ime_frontend.fair import CLIENT, FairExecutor, NestedTurns, TurnQueue
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.headless import HeadlessDesktop
 from ime_frontend.service import EngineService, serve
 from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.session import Session

@@ -22,7 +22,7 @@ from dbus_fast.aio import message_bus as aio_bus
 
 from ime_frontend.bus import DrainingWriter, MessageBus
 from ime_frontend.flood import info_flood, key_flood, percentile, quiet_typist
-from ime_frontend.headless import DEBIAN_SESSION_LIMITS, HeadlessDesktop
+from karukan_testing.headless import DEBIAN_SESSION_LIMITS, HeadlessDesktop
 
 LIVENESS_S = 120.0   # a call unanswered for this long counts as lost (the bound is not a benchmark)
 

@@ -18,7 +18,7 @@ from dbus_fast import Message, MessageType, Variant
 from ime_frontend import wire
 from ime_frontend.bus import MessageBus
 from ime_frontend.flood import quiet_typist
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.headless import HeadlessDesktop
 from ime_frontend.service import METHODS
 
 LIVENESS_S = 60.0

@@ -14,7 +14,7 @@ from dbus_fast import Message, MessageType
 from dbus_fast.aio import MessageBus
 
 from ime_frontend.contexts import EngineCore
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.headless import HeadlessDesktop
 from ime_frontend.ibus import gvariant as gv
 from ime_frontend.ibus.engine import ENGINE_IFACE, FACTORY_PATH, RELEASE_MASK, Factory
 from test_frontend_service import TIMEOUT_S, GatedModelConverter, live_config, run

@@ -16,13 +16,13 @@ from dbus_fast.errors import DBusError
 from ime_frontend import wire
 from ime_frontend.client import EngineClient
 from ime_frontend.contexts import EngineCore
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.headless import HeadlessDesktop
 from ime_frontend.service import MAX_SURROUNDING_CHARS, EngineService, serve
 from karukan_engine.conversion.live_service import LiveUpdate
 from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.conversion.scheduler import JobContext
 from karukan_engine.conversion.settings import ConversionSettings
-from karukan_engine.conversion.types import Candidate, ConversionRequest
+from karukan_engine.core.types import Candidate, ConversionRequest
 from karukan_engine.session import Session
 from karukan_engine.session.view import View
 

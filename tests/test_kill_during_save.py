@@ -31,7 +31,7 @@ ROUNDS_AT_RANDOM = 50
 CHILD = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
-    from karukan_engine.dictionary import storage
+    from karukan_engine.core import user_files as storage
     from karukan_engine.dictionary.learning import LearningStore
     from karukan_engine.dictionary.user_dictionary import UserDictionary
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from karukan_engine.conversion.types import ConversionRequest
+from karukan_engine.core.types import ConversionRequest
 from karukan_engine.dictionary.system import DEFAULT_DIR
 from karukan_engine.lattice.candidate_filter import COST_OFFSET, MIN_COST, STRUCTURE_OFFSET, SegmentFilter, Spelling
 
@@ -59,14 +59,12 @@ def test_word_salad_leaves_the_segment_list_and_real_spellings_stay(tmp_path):
 @pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
 def test_the_segment_list_evaluation_scores_gold_bunsetsu():
     import importlib.util
-    import sys
     from pathlib import Path
 
     from karukan_engine.dictionary.system import SystemDictionary
     from karukan_engine.lattice.converter import LatticeConverter
 
     root = Path(__file__).resolve().parents[1]
-    sys.path.insert(0, str(root / "tools"))
     spec = importlib.util.spec_from_file_location("segment_candidates_eval", root / "examples" / "segment_candidates_eval.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from karukan_engine.config import Config, LearningSettings
-from karukan_engine.conversion.types import Candidate, ConversionRequest, LazyCandidates, Segment
+from karukan_engine.core.types import Candidate, ConversionRequest, LazyCandidates, Segment
 from karukan_engine.dictionary.learning import LearningStore
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.lattice.converter import LatticeConverter

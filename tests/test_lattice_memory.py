@@ -4,17 +4,14 @@ positions no dictionary word covers (property test against a direct recomputatio
 
 from __future__ import annotations
 
-import sys
 import tracemalloc
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_dictionary  # noqa: E402
-import dictionary_synthetic  # noqa: E402
+from tools import build_dictionary  # noqa: E402
+from tools import dictionary_synthetic  # noqa: E402
 
 from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
 from karukan_engine.lattice.lattice import LatticeBuilder, char_class  # noqa: E402

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import itertools
 import random
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_dictionary  # noqa: E402
-import dictionary_synthetic  # noqa: E402
+from tools import build_dictionary  # noqa: E402
+from tools import dictionary_synthetic  # noqa: E402
 
 from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
 from karukan_engine.lattice.lattice import LatticeBuilder  # noqa: E402

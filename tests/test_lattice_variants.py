@@ -7,15 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
-from karukan_engine.lattice.variants import (
-    kanji_digits,
-    kanji_number,
-    merge,
-    number_variants,
-    script_variants,
-    symbol_variants,
-)
-from karukan_engine.conversion.types import Candidate
+from karukan_engine.core.candidates import unique_surfaces
+from karukan_engine.core.types import Candidate
+from karukan_engine.lattice.variants import kanji_digits, kanji_number, number_variants, symbol_variants
+from karukan_engine.transliteration import script_variants
 
 _DIGIT = {c: i for i, c in enumerate("〇一二三四五六七八九")}
 _SMALL = {"十": 10, "百": 100, "千": 1000}
@@ -67,7 +62,7 @@ def test_symbol_variants_and_merge():
     table = {"やじるし": [("→", "右矢印"), ("←", "")]}
     got = symbol_variants("やじるし", table)
     assert [(c.surface, c.annotation) for c in got] == [("→", "[記号]右矢印"), ("←", "[記号]")]
-    merged = merge([Candidate("a"), Candidate("b")], [Candidate("b", "x"), Candidate("c")], limit=3)
+    merged = unique_surfaces([Candidate("a"), Candidate("b")], [Candidate("b", "x"), Candidate("c")], limit=3)
     assert [c.surface for c in merged] == ["a", "b", "c"] and merged[1].annotation == ""
 
 

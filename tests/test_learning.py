@@ -260,7 +260,7 @@ import os  # noqa: E402
 
 import pytest  # noqa: E402
 
-from karukan_engine.dictionary import storage  # noqa: E402
+from karukan_engine.core import user_files as storage  # noqa: E402
 from damage_support import as_unprivileged, aside_copies, shared_tmp  # noqa: E402
 
 

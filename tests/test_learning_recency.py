@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from karukan_engine.config import Config, SessionSettings
-from karukan_engine.conversion.types import ConversionRequest
+from karukan_engine.core.types import ConversionRequest
 from karukan_engine.dictionary.learning import FREQUENCY_WEIGHT, LearningStore
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.lattice.converter import LatticeConverter
@@ -188,7 +188,7 @@ def test_the_last_choice_leads_the_fused_ranking_whatever_the_weights(system, tm
     from karukan_engine.conversion.model_slot import ModelSlot
     from karukan_engine.conversion.settings import ConversionSettings
     from karukan_engine.neural.model import load_model
-    from karukan_engine.neural.testing import TinyModelSpec, write_model_dir
+    from karukan_testing.tiny_models import TinyModelSpec, write_model_dir
 
     model = load_model(write_model_dir(tmp_path / "tiny", TinyModelSpec(seed=3, eos_scale=2.0)))
     try:

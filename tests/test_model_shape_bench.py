@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("llama_cpp")
 
 from karukan_engine.dictionary.system import DEFAULT_DIR  # noqa: E402
-from karukan_engine.neural import mimic  # noqa: E402
+from karukan_testing import mimic  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ZENZ_TOKENIZER = REPO / "tests" / "fixtures" / "zenz-char-tokenizer" / "tokenizer.json"
@@ -42,7 +42,7 @@ def test_decode_cpu_counter_counts_llama_decode(tiny_mimic):
         before = decode_cpu_seconds()
         model.prompt_ids("かんじ")  # tokenizing alone decodes nothing
         assert decode_cpu_seconds() == before
-        model.session().generate(prompt, 4, frozenset())
+        model.greedy_decoder().generate(prompt, 4, frozenset())
         assert decode_cpu_seconds() > before
 
 

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
 import mozc_quality_regression as qr  # noqa: E402
 
-from karukan_engine.conversion.types import Candidate, Segment  # noqa: E402
+from karukan_engine.core.types import Candidate, Segment  # noqa: E402
 
 ROWS = """\
 # label\tkey\tvalue\tcommand
@@ -85,7 +85,7 @@ def test_rows_from_the_cached_source_tarball(tmp_path, monkeypatch):
     import io
     import tarfile
 
-    import dictionary_fetch
+    from tools import dictionary_fetch
 
     tarball = tmp_path / "mozc.tar.xz"
     data = ROWS.encode("utf-8")

@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("llama_cpp")
 
-from karukan_engine.conversion.types import ConversionRequest, Converter, check_segments
+from karukan_engine.core.types import ConversionRequest, Converter, check_segments
 from karukan_engine.neural.background import load_in_background
 from karukan_engine.neural.converter import NeuralConverter
 from karukan_engine.neural.model import ModelOptions, load_model

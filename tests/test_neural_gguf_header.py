@@ -11,7 +11,7 @@ gguf = pytest.importorskip("gguf")
 from karukan_engine.neural.errors import ModelFormatError  # noqa: E402
 from karukan_engine.neural.gguf_header import read_header  # noqa: E402
 from karukan_engine.neural.runtime import inspect_gguf  # noqa: E402
-from karukan_engine.neural.testing import TinyModelSpec, write_gguf  # noqa: E402
+from karukan_testing.tiny_models import TinyModelSpec, write_gguf  # noqa: E402
 
 
 @pytest.fixture(scope="module")

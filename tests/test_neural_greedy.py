@@ -1,4 +1,4 @@
-"""The persistent GreedySession (KV-prefix reuse, draft verification, per-owner state) gives
+"""The persistent GreedyDecoder (KV-prefix reuse, draft verification, per-owner state) gives
 exactly what a fresh context gives."""
 
 import threading
@@ -8,10 +8,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 pytest.importorskip("llama_cpp")
 
-from karukan_engine.neural.greedy import GreedySession  # noqa: E402
+from karukan_engine.neural.greedy import GreedyDecoder  # noqa: E402
 from karukan_engine.neural.greedy_pool import AUTO_DRAFT_MAX_CHANGED, INITIAL_CELLS, auto_draft, common_prefix_len, valid_prefix  # noqa: E402
 from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
-from karukan_engine.neural.testing import TinyModelSpec, write_model_dir  # noqa: E402
+from karukan_testing.tiny_models import TinyModelSpec, write_model_dir  # noqa: E402
 from neural_support import EOS_SCALE, fresh_logprobs, tiny_model_dir  # noqa: E402
 
 # One kana at a time, backspace, retype, unrelated input, context change (as a user types).
@@ -44,7 +44,7 @@ def model(request):
 
 @pytest.fixture
 def session(model):
-    s = GreedySession(model.llama, n_threads=1)
+    s = GreedyDecoder(model.llama, n_threads=1)
     yield s
     s.close()
 
@@ -81,7 +81,7 @@ def test_session_matches_fresh_context_over_a_typing_sequence(model, session):
 
 
 def test_typing_key_by_key_with_left_context_equals_plain_greedy(model, session):
-    plain = GreedySession(model.llama, 1)
+    plain = GreedyDecoder(model.llama, 1)
     try:
         for sentence in SENTENCES:
             for k in range(1, len(sentence) + 1):
@@ -163,7 +163,7 @@ def long_model(tmp_path_factory):
 
 def test_session_grows_its_context_instead_of_failing(long_model):
     model = long_model
-    session = GreedySession(model.llama, n_threads=1)
+    session = GreedyDecoder(model.llama, n_threads=1)
     try:
         short = model.prompt_ids("か", "")
         session.generate(short, 2, model.stop_ids)
@@ -222,7 +222,7 @@ def test_each_thread_gets_its_own_session(model):
 
     def work(name):
         model.greedy("かんじ", "", max_new=3)
-        sessions[name] = model.session()
+        sessions[name] = model.greedy_decoder()
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
     for t in threads:

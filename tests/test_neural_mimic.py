@@ -1,4 +1,4 @@
-"""Mimics of the published models (karukan_engine.neural.mimic) in small shapes: the zenz /
+"""Mimics of the published models (karukan_testing.mimic) in small shapes: the zenz /
 jinen v1 GPT-2 GGUF with the real zenz tokenizer and the zenz metadata quirks, and the jinen v2
 Qwen3 GGUF with marks at 32000-32002, both Q5_K_M. They load by path, tokenize prompts as the
 families were trained, decode by the fast paths exactly as the slow references do, stop at EOS
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 pytest.importorskip("llama_cpp")
 
 from karukan_engine.cli import main  # noqa: E402
-from karukan_engine.neural import mimic  # noqa: E402
+from karukan_testing import mimic  # noqa: E402
 from karukan_engine.neural.errors import ModelLoadError, TokenizerError  # noqa: E402
 from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
 from karukan_engine.neural.prompt import CONTEXT_MARK, INPUT_MARK, MARKS, OUTPUT_MARK, build_prompt  # noqa: E402
@@ -154,7 +154,7 @@ def test_stop_ids_hold_the_family_eos_and_the_marks(model):
 
 
 def test_greedy_matches_full_reevaluation(model):
-    session = model.session()
+    session = model.greedy_decoder()
     for reading, context in READINGS:
         prompt = model.prompt_ids(reading, context)
         out, _, finished = session.generate(prompt, 10, model.stop_ids)

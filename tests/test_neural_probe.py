@@ -21,10 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ime_frontend.flood import quiet_typist
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.headless import HeadlessDesktop
 from karukan_engine.neural import probe
 from karukan_engine.neural.errors import ModelLoadError
-from karukan_engine.neural.testing import TinyModelSpec, write_model_dir
+from karukan_testing.tiny_models import TinyModelSpec, write_model_dir
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 

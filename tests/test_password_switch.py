@@ -16,12 +16,12 @@ from dbus_fast.aio import MessageBus
 
 from ime_frontend.client import EngineClient
 from ime_frontend.contexts import EngineCore
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.headless import HeadlessDesktop
 from ime_frontend.ibus import gvariant as gv
 from ime_frontend.ibus.engine import ENGINE_IFACE, FACTORY_PATH, Factory
+from ime_frontend.toolkit import PURPOSE_PASSWORD, PURPOSE_PIN, field_privacy
 from karukan_engine.config import Config, SessionSettings
 from karukan_engine.session import Session, State
-from karukan_engine.session.session import PURPOSE_PASSWORD, PURPOSE_PIN
 from session_fakes import ScriptedConverter
 from test_service_resilience import TIMEOUT_S, run, running_service
 
@@ -44,18 +44,18 @@ def press(s: Session, keys: str):
 def test_switching_to_password_commits_what_is_shown_unlearned(purpose, keys, shown):
     s, converter = make()
     press(s, keys)
-    view = s.set_content_type(purpose, 0)
+    view = s.set_field_privacy(field_privacy(purpose, 0))
     assert view is not None and view.commit == shown and not view.preedit
     assert s.state is State.PRECOMPOSITION and converter.recorded == []
     assert not any(v.handled for v in press(s, "abc"))       # keys pass through now
-    assert s.set_content_type(0, 0) is None
+    assert s.set_field_privacy(field_privacy(0, 0)) is None
     assert press(s, "a")[-1].preedit_text == "あ"             # nothing old reappears
 
 
 def test_switching_with_nothing_typed_changes_nothing():
     s, _ = make()
-    assert s.set_content_type(PURPOSE_PASSWORD, 0) is None
-    assert s.set_content_type(PURPOSE_PASSWORD, 0) is None
+    assert s.set_field_privacy(field_privacy(PURPOSE_PASSWORD, 0)) is None
+    assert s.set_field_privacy(field_privacy(PURPOSE_PASSWORD, 0)) is None
 
 
 @pytest.fixture(scope="module")

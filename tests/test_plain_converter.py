@@ -1,7 +1,8 @@
 from hypothesis import given, strategies as st
 
-from karukan_engine.conversion.plain import PlainConverter, kana_variants
-from karukan_engine.conversion.types import ConversionRequest, Converter, check_segments
+from karukan_engine.conversion.plain import PlainConverter
+from karukan_engine.core.types import ConversionRequest, Converter, check_segments
+from karukan_engine.transliteration import script_variants
 
 
 def test_is_a_converter():
@@ -9,11 +10,11 @@ def test_is_a_converter():
 
 
 def test_variants_with_annotations():
-    got = [(c.surface, c.annotation) for c in kana_variants("きょう")]
+    got = [(c.surface, c.annotation) for c in script_variants("きょう")]
     assert got == [("きょう", "[全]ひらがな"), ("キョウ", "[全]カタカナ"), ("ｷｮｳ", "[半]カタカナ")]
-    got = [(c.surface, c.annotation) for c in kana_variants("ｔｏｋｙｏ")]
+    got = [(c.surface, c.annotation) for c in script_variants("ｔｏｋｙｏ")]
     assert got == [("ｔｏｋｙｏ", "[全]ひらがな"), ("tokyo", "[半]カタカナ")]
-    assert [c.surface for c in kana_variants("20せいき")] == ["20せいき", "20セイキ", "20ｾｲｷ", "２０せいき"]
+    assert [c.surface for c in script_variants("20せいき")] == ["20せいき", "20セイキ", "20ｾｲｷ", "２０せいき"]
 
 
 def test_convert_one_segment_and_fixed_lengths():

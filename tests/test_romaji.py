@@ -2,6 +2,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from karukan_engine.romaji import Composer, ComposerSettings, RomajiTable, Script, TableError
+from karukan_testing.inspect import resolved_text
 
 TABLE = RomajiTable.default()
 # ゕ and ゖ are typed as ヵ and ヶ (as in Mozc), so they have no romaji of their own.
@@ -78,9 +79,9 @@ def test_pending_is_shown_and_resolved():
     assert (c.text(), c.caret(), c.pending) == ("かｋ", 2, "k")
     c = typed("ky")
     assert c.text() == "ｋｙ"
-    assert c.preview() == "ｋｙ" and c.pending == "ky"  # preview changes nothing
+    assert resolved_text(c) == "ｋｙ" and c.pending == "ky"  # resolving a copy changes nothing
     c = typed("kan")
-    assert c.preview() == "かん" and c.text() == "かｎ"
+    assert resolved_text(c) == "かん" and c.text() == "かｎ"
 
 
 def test_backspace_like_mozc():

@@ -15,7 +15,7 @@ from ime_frontend import service as service_module
 from ime_frontend import wire
 from ime_frontend.client import EngineClient
 from ime_frontend.contexts import EngineCore, eviction_victim
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.headless import HeadlessDesktop
 from ime_frontend.service import EngineService, serve
 from karukan_engine.conversion.plain import PlainConverter
 

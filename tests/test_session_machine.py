@@ -6,13 +6,14 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from karukan_engine.session import InputMode, Keymap, Session, State, View
 from karukan_engine.session.keysyms import (
     CONTROL_MASK,
-    IBUS_RELEASE_MASK,
     LOCK_MASK,
     SHIFT_MASK,
     keysym_for_char,
     parse_key_spec,
 )
-from karukan_engine.session.session import PURPOSE_PASSWORD, reading_of
+from karukan_engine.session.field import FieldPrivacy
+from karukan_engine.session.session import reading_of
+from karukan_testing.inspect import resolved_text
 from session_fakes import ScriptedConverter
 
 WORDS = {"きょう": ["今日", "京"], "は": ["葉"], "かん": [f"漢{i}" for i in range(12)], "てんき": ["天気"]}
@@ -43,7 +44,7 @@ class SessionMachine(RuleBasedStateMachine):
         s = self.session
         view = s.view
         shown = view.preedit_text
-        resolved = s._composer.preview()
+        resolved = resolved_text(s._composer)
         allowed = {shown, resolved, "\u3000", " ", self.converter.live(_req(reading_of(resolved)))}
         if view.candidates is not None:
             conv = s._conversion
@@ -83,7 +84,7 @@ class SessionMachine(RuleBasedStateMachine):
 
     @rule(key=KEYS)
     def release(self, key):
-        view = self.session.process_key(key[0], key[1] | IBUS_RELEASE_MASK)
+        view = self.session.process_key(key[0], key[1], release=True)
         assert not view.handled and not view.commit
 
     @rule(index=st.integers(-2, 10))
@@ -120,7 +121,7 @@ class SessionMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.session.state is State.PRECOMPOSITION)
     @rule(password=st.booleans())
     def content_type(self, password):
-        self.session.set_content_type(PURPOSE_PASSWORD if password else 0, 0)
+        self.session.set_field_privacy(FieldPrivacy(password=password))
         self.password = password
 
     @invariant()
@@ -150,7 +151,7 @@ class SessionMachine(RuleBasedStateMachine):
 
 
 def _req(reading):
-    from karukan_engine.conversion.types import ConversionRequest
+    from karukan_engine.core.types import ConversionRequest
 
     return ConversionRequest(reading)
 

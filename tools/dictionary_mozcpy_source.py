@@ -130,10 +130,7 @@ def map_pos_ids(new: dict[tuple[str, str], set[tuple[int, int]]],
 
 def write_tree(mozc229: Path, wheel: Path, work: Path) -> Path:
     """Build the 3.34 src/data tree under work and return it."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from build_dictionary import read_entries, read_id_def
+    from tools.build_dictionary import read_entries, read_id_def
 
     dic = unpack_wheel(wheel, work)
     readings, tokens, surfaces = read_sys_dic(dic / "sys.dic")

@@ -23,6 +23,7 @@ from ime_frontend.ibus.properties import PROP_PREFIX, mode_properties
 from ime_frontend.ibus.render import IBusRenderer, Signal
 # The operations an engine forwards to its context (in process, or through the engine service).
 from ime_frontend.operations import InputContext
+from ime_frontend.toolkit import IBUS_RELEASE_MASK as RELEASE_MASK, PASSWORD_PURPOSES
 from karukan_engine.session.view import View
 
 log = logging.getLogger(__name__)
@@ -31,12 +32,7 @@ ENGINE_IFACE = "org.freedesktop.IBus.Engine"
 ENGINE_PATH_PREFIX = "/org/freedesktop/IBus/Engine/"
 FACTORY_PATH = "/org/freedesktop/IBus/Factory"
 
-RELEASE_MASK = 1 << 30
 KEY_UP, KEY_DOWN = 0xFF52, 0xFF54
-# IBus/GTK input purposes whose keys must reach the application untouched and unlearned.
-PURPOSE_PASSWORD = 8
-PURPOSE_PIN = 9
-PASSWORD_PURPOSES = frozenset({PURPOSE_PASSWORD, PURPOSE_PIN})
 
 
 ContextFactory = Callable[[Callable[[View], None]], Awaitable[InputContext]]

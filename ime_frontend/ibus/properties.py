@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 from ime_frontend.ibus.gvariant import Property, PropState, PropType
+from karukan_engine.romaji.modes import InputMode
+from karukan_engine.session.modes import State
 
 MENU_KEY = "InputMode"
 PROP_PREFIX = "InputMode."
 
 # Label and one-glyph panel symbol per session mode name; unknown modes show their name.
 MODE_LABELS: dict[str, tuple[str, str]] = {
-    "hiragana": ("Hiragana", "あ"),
-    "katakana": ("Katakana", "ア"),
-    "halfwidth_katakana": ("Half-width Katakana", "ｱ"),
-    "fullwidth_alphanumeric": ("Full-width Alphanumeric", "Ａ"),
-    "alphanumeric": ("Alphanumeric", "A"),
-    "direct": ("Direct input", "A"),
+    InputMode.HIRAGANA.value: ("Hiragana", "あ"),
+    InputMode.KATAKANA.value: ("Katakana", "ア"),
+    InputMode.HALFWIDTH_KATAKANA.value: ("Half-width Katakana", "ｱ"),
+    InputMode.FULLWIDTH_ALPHANUMERIC.value: ("Full-width Alphanumeric", "Ａ"),
+    InputMode.HALFWIDTH_ALPHANUMERIC.value: ("Alphanumeric", "A"),
+    State.DIRECT.value: ("Direct input", "A"),
 }
 
 
 def session_modes() -> list[str]:
     """Mode names the session knows, in its order."""
-    from karukan_engine.session import InputMode
-
-    return [m.value if isinstance(m.value, str) else m.name.lower() for m in InputMode]
+    return [m.value for m in InputMode]
 
 
 def _label(mode: str) -> tuple[str, str]:

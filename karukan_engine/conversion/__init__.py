@@ -1,6 +1,6 @@
 """Conversion: the typed interface between the session and the converters below it."""
 
-from karukan_engine.conversion.types import (
+from karukan_engine.core.types import (
     Candidate,
     ConversionRequest,
     Converter,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from karukan_engine.conversion.types import Candidate, ConversionRequest, Converter
+from karukan_engine.core.types import Candidate, ConversionRequest, Converter
 
 if TYPE_CHECKING:
     from karukan_engine.conversion.scheduler import JobContext

@@ -17,8 +17,8 @@ import sys
 import time
 from typing import Any, Iterator, TextIO
 
-from karukan_engine.cli import UsageError
-from karukan_engine.conversion.types import Converter, ConversionRequest
+from karukan_engine.core.errors import UsageError
+from karukan_engine.core.types import Converter, ConversionRequest
 from karukan_engine.kana import to_fullwidth_katakana, to_hiragana
 
 DEFAULT_N = 5

@@ -52,7 +52,7 @@ def _dictionary_converter() -> DictionaryConverter | None:
         from karukan_engine.lattice.converter import LatticeConverter
     except ImportError:
         return None
-    from karukan_engine.dictionary.system import DictionaryFormatError
+    from karukan_engine.dictionary.format import DictionaryFormatError
 
     try:
         return LatticeConverter.load_default()

@@ -28,11 +28,12 @@ from karukan_engine.conversion.contracts import DictionaryConverter, EngineConve
 from karukan_engine.conversion.deadline import BudgetChooser, Option, StageTimings
 from karukan_engine.conversion.live import ChunkedLive
 from karukan_engine.conversion.model_slot import ModelSlot
-from karukan_engine.conversion.ranking import VARIANT_SOURCE, Evidence, dedup, rank
+from karukan_engine.conversion.ranking import Evidence, rank
 from karukan_engine.conversion.scheduler import JobContext
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import suggestions
-from karukan_engine.conversion.types import Candidate, ConversionRequest, Segment
+from karukan_engine.core.candidates import unique_surfaces
+from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment, Source
 from karukan_engine.conversion.verify import verify_draft
 from karukan_engine.neural.errors import NeuralError
 
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MODEL_SOURCE = "model"
-LEARNING_SOURCE = "learning"
 ALIGNMENT_CACHE = 4096
 # Spellings of a chunk from the lattice that the model weighs in live conversion.
 LIVE_NBEST = 5
@@ -161,7 +160,7 @@ class FusedConverter:
         pool = [dictionary_text]
         if weights.uses_model_score and model is not None:
             others = self.base.candidates(ConversionRequest(reading, context), LIVE_NBEST)
-            pool += [c.surface for c in others if c.source != VARIANT_SOURCE]
+            pool += [c.surface for c in others if c.source != Source.VARIANT]
         if model_text is not None:
             pool.append(model_text)
         pool = list(dict.fromkeys(text for text in pool if text))
@@ -169,7 +168,7 @@ class FusedConverter:
             return dictionary_text
         nlls = (model.score_many(reading, context, pool) if weights.uses_model_score and model is not None
                 else [None] * len(pool))
-        evidence = [Evidence(Candidate(text, source=MODEL_SOURCE if text == model_text else "dictionary"),
+        evidence = [Evidence(Candidate(text, source=Source.MODEL if text == model_text else Source.DICTIONARY),
                              self.path_cost(reading, text), nll)
                     for text, nll in zip(pool, nlls)]
         return rank(evidence, len(reading), weights)[0].surface
@@ -187,7 +186,7 @@ class FusedConverter:
     def _learned_best(self, reading: str, context: str) -> str | None:
         """What the user chose for exactly this reading before wins over the model."""
         top = self.base.candidates(ConversionRequest(reading, context), 1)
-        if top and top[0].source == LEARNING_SOURCE:
+        if top and top[0].source == Source.LEARNING:
             return top[0].surface
         return None
 
@@ -208,7 +207,7 @@ class FusedConverter:
             if self._chosen_before(request, base):
                 # the user's last choice for exactly this reading leads, whatever the weights (as
                 # in live conversion and the verify scheme); the base converter puts it first
-                ranked = dedup([base[0], *ranked])
+                ranked = unique_surfaces([base[0], *ranked])
             return ranked[:n]
         except NeuralError as exc:
             log.warning("model conversion failed: %s", type(exc).__name__)
@@ -216,7 +215,7 @@ class FusedConverter:
 
     def _chosen_before(self, request: ConversionRequest, base: Sequence[Candidate]) -> bool:
         learning = self.base.learning
-        return bool(base and base[0].source == LEARNING_SOURCE and learning is not None
+        return bool(base and base[0].source == Source.LEARNING and learning is not None
                     and base[0].surface in learning.lookup(request.reading))
 
     def _model_candidates(self, slot: ModelSlot, model, request: ConversionRequest) -> list[Candidate]:
@@ -234,39 +233,39 @@ class FusedConverter:
         texts = [greedy.text] if greedy is not None else []
         texts += [g.text for g in model.beam(tail, context, beam=self.settings.beam_width,
                                               max_new=self.max_new_for(tail))]
-        return [Candidate(head + text, source=MODEL_SOURCE) for text in texts if _presentable(text)]
+        return [Candidate(head + text, source=Source.MODEL) for text in texts if _presentable(text)]
 
     def _reranked(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate],
                   n: int) -> list[Candidate]:
         if self.model_never_wins():
             # Only learning and the pool's order can count: skip the NLL pass and alignments,
             # and the model's candidates too when the dictionary's fill the n shown before them.
-            shown = dedup(c for c in base if c.source != "variant")
+            shown = unique_surfaces(c for c in base if c.source != Source.VARIANT)
             extra = [] if len(shown) >= n else self._model_candidates(slot, model, request)
-            evidence = [Evidence(c, learning=_learning(c)) for c in dedup(base + extra)]
+            evidence = [Evidence(c, learning=_learning(c)) for c in unique_surfaces(base + extra)]
         else:
-            evidence = self._weigh(model, request, dedup(base + self._model_candidates(slot, model, request)))
+            evidence = self._weigh(model, request, unique_surfaces(base + self._model_candidates(slot, model, request)))
         return rank(evidence, len(request.reading), self.settings.weights)
 
     def evidence(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate]) -> list[Evidence]:
         """Every candidate with what the ranking weighs: path cost, model NLL, learning."""
-        return self._weigh(model, request, dedup(base + self._model_candidates(slot, model, request)))
+        return self._weigh(model, request, unique_surfaces(base + self._model_candidates(slot, model, request)))
 
     def _weigh(self, model, request: ConversionRequest, pool: list[Candidate]) -> list[Evidence]:
-        ranked = [c for c in pool if c.source != "variant"]
+        ranked = [c for c in pool if c.source != Source.VARIANT]
         nlls = model.score_many(request.reading, request.left_context, [c.surface for c in ranked])
         evidence = [Evidence(c, self.path_cost(request.reading, c.surface), nll, _learning(c))
                     for c, nll in zip(ranked, nlls)]
-        return evidence + [Evidence(c) for c in pool if c.source == "variant"]
+        return evidence + [Evidence(c) for c in pool if c.source == Source.VARIANT]
 
     def _verified(self, slot: ModelSlot, request: ConversionRequest, base: list[Candidate]) -> list[Candidate]:
-        if not base or base[0].source == LEARNING_SOURCE:
+        if not base or base[0].source == Source.LEARNING:
             return base
         verified = verify_draft(slot, self.aligner, request.reading, request.left_context,
                                 base[0].surface, self.settings.verify_rounds)
         if verified == base[0].surface:
             return base
-        return dedup([Candidate(verified, source=MODEL_SOURCE)] + base)
+        return unique_surfaces([Candidate(verified, source=Source.MODEL)] + base)
 
     def alignment(self, reading: str, surface: str) -> Alignment | None:
         """The dictionary words that read `reading` and write `surface` (cached; None: none)."""
@@ -308,12 +307,12 @@ class FusedConverter:
         alignment = self.alignment(reading, best.surface)
         if alignment is None:
             rest = self.base.candidates(request, self.settings.num_candidates)
-            return [Segment(reading, tuple(dedup([best, *others] + rest)))]
+            return [Segment(reading, tuple(unique_surfaces([best, *others] + rest)))]
         spans = alignment.segments(self.lexicon.segmenter)
         bounds = _span_bounds([r for r, _ in spans])
         alternatives: list[list[Candidate]] = [[] for _ in spans]
         for other in others[:OTHER_CANDIDATES_SPLIT]:
-            if other.source == "variant":
+            if other.source == Source.VARIANT:
                 continue
             cuts = _surface_offsets(self.alignment(reading, other.surface))
             for index, (lo, hi) in enumerate(bounds):
@@ -325,7 +324,7 @@ class FusedConverter:
         if [s.reading for s in base_segments] != [r for r, _ in spans]:
             base_segments = [Segment(r, (Candidate(s, source=best.source),)) for r, s in spans]
         return [
-            Segment(r, tuple(dedup([Candidate(s, best.annotation, best.source), *alts, *seg.candidates])))
+            Segment(r, tuple(unique_surfaces([Candidate(s, best.annotation, best.source), *alts, *seg.candidates])))
             for (r, s), alts, seg in zip(spans, alternatives, base_segments)
         ]
 
@@ -376,7 +375,7 @@ def _surface_offsets(alignment: Alignment | None) -> dict[int, int]:
 
 
 def _learning(candidate: Candidate) -> float:
-    return 1.0 if candidate.source == LEARNING_SOURCE else 0.0
+    return 1.0 if candidate.source == Source.LEARNING else 0.0
 
 
 def _presentable(text: str) -> bool:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Hashable, Sequence
 from karukan_engine.conversion.contracts import LiveConverter
 from karukan_engine.conversion.scheduler import JobContext, Priority, Scheduler
 from karukan_engine.conversion.settings import ConversionSettings
-from karukan_engine.conversion.types import Candidate, ConversionRequest, Converter, Segment
+from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment
 
 # An input context as the scheduler knows it: a number its host was given (never id() of an
 # object, which Python reuses once the object is gone).

@@ -8,35 +8,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from karukan_engine.conversion.types import Candidate, ConversionRequest, Segment
-from karukan_engine.kana import (
-    to_fullwidth_ascii,
-    to_halfwidth_ascii,
-    to_halfwidth_katakana,
-    to_hiragana,
-    to_katakana,
-)
-
-# (annotation, transform) in the order a user of Mozc sees the transliterations.
-_VARIANTS = (
-    ("[全]ひらがな", to_hiragana),
-    ("[全]カタカナ", to_katakana),
-    ("[半]カタカナ", lambda s: to_halfwidth_ascii(to_halfwidth_katakana(s))),
-    ("[全]英数", to_fullwidth_ascii),
-    ("[半]英数", to_halfwidth_ascii),
-)
-
-
-def kana_variants(reading: str) -> list[Candidate]:
-    """Hiragana, katakana, half-width katakana, full/half-width ASCII forms, without duplicates."""
-    seen: set[str] = set()
-    out = []
-    for annotation, transform in _VARIANTS:
-        surface = transform(reading)
-        if surface and surface not in seen:
-            seen.add(surface)
-            out.append(Candidate(surface, annotation, "variant"))
-    return out
+from karukan_engine.core.types import Candidate, ConversionRequest, Segment
+from karukan_engine.transliteration import script_variants
 
 
 class PlainConverter:
@@ -55,12 +28,12 @@ class PlainConverter:
         start = 0
         for length in lengths:
             part = reading[start : start + length]
-            segments.append(Segment(part, tuple(kana_variants(part))))
+            segments.append(Segment(part, tuple(script_variants(part))))
             start += length
         return segments
 
     def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
-        return kana_variants(request.reading)[: max(n, 0)]
+        return script_variants(request.reading)[: max(n, 0)]
 
     def live(self, request: ConversionRequest) -> str:
         return request.reading

@@ -9,13 +9,12 @@ Transliteration variants ([全]カタカナ …) are not ranked: they stay at th
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from karukan_engine.conversion.settings import FusionWeights
-from karukan_engine.conversion.types import Candidate
+from karukan_engine.core.candidates import unique_surfaces
+from karukan_engine.core.types import Candidate, Source
 from karukan_engine.kana import nfkc
-
-VARIANT_SOURCE = "variant"
 
 
 @dataclass(frozen=True)
@@ -48,8 +47,8 @@ def rank(items: Sequence[Evidence], reading_chars: int, weights: FusionWeights) 
     that); otherwise the order without the model's terms stands: a small model overrules the
     dictionary where it knows the text, not where it is guessing.
     """
-    ranked = [it for it in items if it.candidate.source != VARIANT_SOURCE]
-    variants = [it.candidate for it in items if it.candidate.source == VARIANT_SOURCE]
+    ranked = [it for it in items if it.candidate.source != Source.VARIANT]
+    variants = [it.candidate for it in items if it.candidate.source == Source.VARIANT]
     order = _order(ranked, reading_chars, weights)
     if order and weights.confident_nll is not None and weights.uses_model_score:
         top = ranked[order[0]]
@@ -57,18 +56,9 @@ def rank(items: Sequence[Evidence], reading_chars: int, weights: FusionWeights) 
             without_model = _order(ranked, reading_chars, replace(weights, nll=0.0, nll_total=0.0))
             if without_model[0] != order[0]:
                 order = without_model
-    return dedup([ranked[i].candidate for i in order] + variants)
+    return unique_surfaces([ranked[i].candidate for i in order], variants)
 
 
 def _order(ranked: Sequence[Evidence], reading_chars: int, weights: FusionWeights) -> list[int]:
     return sorted(range(len(ranked)), key=lambda i: (fused_score(ranked[i], reading_chars, weights), i))
 
-
-def dedup(candidates: Iterable[Candidate]) -> list[Candidate]:
-    seen: set[str] = set()
-    out = []
-    for cand in candidates:
-        if cand.surface and cand.surface not in seen:
-            seen.add(cand.surface)
-            out.append(cand)
-    return out

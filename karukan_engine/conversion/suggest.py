@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 
-from karukan_engine.conversion.types import Candidate
+from karukan_engine.core.candidates import unique_surfaces
+from karukan_engine.core.types import Candidate, Source
 
 PREDICTIVE_MIN_CHARS = 2
 PREDICTIVE_READINGS = 200
@@ -26,12 +27,9 @@ def suggestions(reading: str, learning=None, dictionary=None, limit: int = 6,
     if not reading or limit <= 0:
         return []
     found: list[Candidate] = []
-    seen: set[str] = set()
     if learning is not None:
-        for _full, surface in learning.prefix_lookup(reading, limit):
-            if surface not in seen:
-                seen.add(surface)
-                found.append(Candidate(surface, source="learning"))
+        found = unique_surfaces(Candidate(surface, source=Source.LEARNING)
+                                for _full, surface in learning.prefix_lookup(reading, limit))
     if dictionary is not None and len(reading) >= PREDICTIVE_MIN_CHARS:
         ranked = []
         for full in dictionary.predictive(reading, PREDICTIVE_READINGS):
@@ -42,12 +40,6 @@ def suggestions(reading: str, learning=None, dictionary=None, limit: int = 6,
                 best = entries[0]
                 ranked.append((predictive_cost(best.cost, len(full) - len(reading)), full, best.surface))
         ranked.sort()
-        added = 0
-        for _cost, _full, surface in ranked:
-            if added >= dictionary_limit:
-                break
-            if surface not in seen:
-                seen.add(surface)
-                found.append(Candidate(surface, source="dictionary"))
-                added += 1
+        predicted = (Candidate(surface, source=Source.DICTIONARY) for _cost, _full, surface in ranked)
+        found = unique_surfaces(found, predicted, limit=len(found) + dictionary_limit)
     return found[:limit]

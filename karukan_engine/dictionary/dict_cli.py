@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from karukan_engine.cli import UsageError
+    from karukan_engine.core.errors import UsageError
 
     names = _pos_names()
     if args.dict_action == "pos":

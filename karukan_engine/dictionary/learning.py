@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from karukan_engine.dictionary.saver import DebouncedSaver
-from karukan_engine.dictionary.storage import (
+from karukan_engine.core.user_files import (
     MAX_DATA_BYTES,
     clean_stale_temps,
     data_dir,
@@ -69,8 +69,8 @@ class LearningStore:
         self._uses: dict[tuple[str, str], _Use] = {}
         self._by_reading: dict[str, set[str]] = {}
         self._tick = 0
-        self.generation = 0   # bumps on every change so callers can drop caches
-        self._saved_generation = 0
+        self.version = 0   # bumps on every change so callers can drop caches
+        self._saved_version = 0
         self.saves = 0        # files written by this store (tests: no write on the commit path)
         self._read_only = False   # the file could not be read nor moved aside: never replace it
         self._saver = (DebouncedSaver(self._save_if_dirty, save_delay, max_save_delay, "karukan-learning-save")
@@ -84,7 +84,7 @@ class LearningStore:
     @property
     def dirty(self) -> bool:
         """Changed since the last successful save (or the load)."""
-        return self.generation != self._saved_generation
+        return self.version != self._saved_version
 
     @property
     def max_reading_length(self) -> int:
@@ -122,7 +122,7 @@ class LearningStore:
                 use.count += 1
                 use.last = self._tick
             self._evict()
-            self.generation += 1
+            self.version += 1
         self._changed()
 
     def forget(self, reading: str, surface: str) -> bool:
@@ -130,7 +130,7 @@ class LearningStore:
             if self._uses.pop((reading, surface), None) is None:
                 return False
             self._unindex(reading, surface)
-            self.generation += 1
+            self.version += 1
         self._changed()
         return True
 
@@ -138,7 +138,7 @@ class LearningStore:
         with self._lock:
             self._uses.clear()
             self._by_reading.clear()
-            self.generation += 1
+            self.version += 1
         self._changed()
 
     def _evict(self) -> None:
@@ -170,7 +170,7 @@ class LearningStore:
             return False
         with self._save_lock:   # the snapshot is taken inside: the last write holds the latest
             with self._lock:
-                generation = self.generation
+                version = self.version
                 payload = {
                     "format": FORMAT,
                     "tick": self._tick,
@@ -183,7 +183,7 @@ class LearningStore:
                 log.warning("could not save the learning history (%s); the previous copy is kept",
                             exc.strerror or type(exc).__name__)
                 return False
-            self._saved_generation = generation
+            self._saved_version = version
             self.saves += 1
         return True
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, TextIO
 
-from karukan_engine.dictionary.storage import (
+from karukan_engine.core.user_files import (
     MAX_DATA_BYTES,
     clean_stale_temps,
     data_dir,
@@ -74,7 +74,7 @@ class UserDictionary:
         self.path = path if path is not None else default_path()
         self.pos_names = set(pos_names) if pos_names is not None else None
         self._words: list[UserWord] = []
-        self.generation = 0
+        self.version = 0
         self._stamp: int | None = None   # mtime_ns of the file as last loaded or saved
         self._read_only = False   # the file could not be read nor moved aside: never replace it
         self._unparsed: bytes | None = None   # the file as read, while it had lines we skipped
@@ -90,7 +90,7 @@ class UserDictionary:
             return False
         self._words = []
         self._load()
-        self.generation += 1
+        self.version += 1
         return True
 
     @property
@@ -107,7 +107,7 @@ class UserDictionary:
         if any((w.reading, w.surface, w.pos) == (word.reading, word.surface, word.pos) for w in self._words):
             return False
         self._words.append(word)
-        self.generation += 1
+        self.version += 1
         return True
 
     def remove(self, reading: str, surface: str) -> int:
@@ -117,7 +117,7 @@ class UserDictionary:
         removed = len(self._words) - len(kept)
         self._words = kept
         if removed:
-            self.generation += 1
+            self.version += 1
         return removed
 
     def import_tsv(self, stream: TextIO) -> tuple[int, list[str]]:

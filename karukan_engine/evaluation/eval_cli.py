@@ -24,9 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from karukan_engine.cli import UsageError
+    from karukan_engine.core.errors import UsageError
     from karukan_engine.conversion.factory import ConverterOptions, build_converter
-    from karukan_engine.conversion.types import ConversionRequest
+    from karukan_engine.core.types import ConversionRequest
 
     if args.n < 1:
         raise UsageError("-n must be at least 1")

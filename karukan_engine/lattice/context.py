@@ -13,7 +13,8 @@ import threading
 
 import numpy as np
 
-from karukan_engine.dictionary.system import SURFACE_IS_KATAKANA, SURFACE_IS_READING, SystemDictionary
+from karukan_engine.dictionary.format import SURFACE_IS_KATAKANA, SURFACE_IS_READING
+from karukan_engine.dictionary.system import SystemDictionary
 from karukan_engine.kana import is_hiragana, is_katakana, to_hiragana
 
 MAX_SUFFIX = 8

@@ -16,7 +16,8 @@ from functools import partial
 from pathlib import Path
 from typing import Sequence
 
-from karukan_engine.conversion.types import Candidate, ConversionRequest, LazyCandidates, Segment
+from karukan_engine.core.candidates import unique_surfaces
+from karukan_engine.core.types import Candidate, ConversionRequest, LazyCandidates, Segment, Source
 from karukan_engine.dictionary.learning import LearningStore
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.dictionary.user_dictionary import UserDictionary
@@ -26,13 +27,8 @@ from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
 from karukan_engine.lattice.search import SearchSpace
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
 from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
-from karukan_engine.lattice.variants import (
-    load_symbols,
-    merge,
-    number_variants,
-    script_variants,
-    symbol_variants,
-)
+from karukan_engine.lattice.variants import load_symbols, number_variants, symbol_variants
+from karukan_engine.transliteration import script_variants
 
 SEGMENT_ALTERNATIVES = 20
 # bounds on A* pops: whole-reading N-best, and each segment's alternatives
@@ -91,16 +87,16 @@ class LatticeConverter:
             self._segment_cache.clear()
 
     # -- analysis ------------------------------------------------------------------------------
-    def _generations(self) -> tuple[int, int]:
+    def _versions(self) -> tuple[int, int]:
         if self.user_dictionary is not None:
             self.user_dictionary.reload_if_changed()
-        return (self.user_dictionary.generation if self.user_dictionary else 0,
-                self.learning.generation if self.learning else 0)
+        return (self.user_dictionary.version if self.user_dictionary else 0,
+                self.learning.version if self.learning else 0)
 
     def _analyse(self, request: ConversionRequest) -> _Analysis:
         cuts = fixed_cuts(len(request.reading), tuple(request.fixed_lengths))
         start = self.context.left_neighbours(request.left_context) if self.use_context else START
-        key = (request.reading, tuple(cuts), start, self._generations())
+        key = (request.reading, tuple(cuts), start, self._versions())
         with self._lock:
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
@@ -126,7 +122,7 @@ class LatticeConverter:
         top = self._live_text(request.reading, analysis)
         if top != "".join(analysis.lattice.surface(node) for node in analysis.path):
             # a segment's last learned choice replaced what the path spelled: it leads here too
-            found.append(Candidate(top, "", "learning"))
+            found.append(Candidate(top, "", Source.LEARNING))
             seen.add(top)
         for _, path in analysis.space.paths(MAX_EXPANSIONS):
             surface = "".join(analysis.lattice.surface(node) for node in path)
@@ -136,7 +132,7 @@ class LatticeConverter:
                 if len(found) >= n:
                     break
         tail = script_variants(request.reading) if len(request.reading) <= 40 else []
-        return merge(found, tail, limit=n)
+        return unique_surfaces(found, tail, limit=n)
 
     def convert(self, request: ConversionRequest) -> list[Segment]:
         if not request.reading:
@@ -170,7 +166,7 @@ class LatticeConverter:
         for x in analysis.path:
             start, end, source = int(space.start[x]), int(space.end[x]), lattice.source(x)
             words = (self._learned.words(reading[start:end], lattice.surface(x))
-                     if source == "learning" and self._learned is not None else ())
+                     if source == Source.LEARNING and self._learned is not None else ())
             if len(words) > 1:
                 pieces += [(start + a, start + b, lid, rid, surface, source) for a, b, lid, rid, surface in words]
             else:
@@ -183,7 +179,7 @@ class LatticeConverter:
             best = Candidate("".join(p[4] for p in inner), "", _first_source(p[5] for p in inner))
             learned = self.learning.lookup(reading[lo:hi]) if self.learning is not None else []
             if learned and learned[0] != best.surface:
-                best = Candidate(learned[0], "", "learning")
+                best = Candidate(learned[0], "", Source.LEARNING)
             before = [p for p in pieces if p[1] == lo]
             after = [p for p in pieces if p[0] == hi]
             left = ((before[-1][3], 0),) if before else space.bos_choices
@@ -193,10 +189,10 @@ class LatticeConverter:
 
     def _segments(self, reading: str, analysis: _Analysis) -> list[Segment]:
         lattice = analysis.lattice
-        generations = self._generations()
+        versions = self._versions()
         segments = []
         for lo, hi, best, left, eos_lid in self._best(reading, analysis):
-            key = (reading[lo:hi], left, eos_lid, best, generations)
+            key = (reading[lo:hi], left, eos_lid, best, versions)
             with self._lock:
                 candidates = self._segment_cache.get(key)
                 if candidates is not None:
@@ -252,19 +248,19 @@ class LatticeConverter:
             source = _source_of(lattice, nodes)
             structure = sum(self.dictionary.connection(int(lattice.rid[a]), int(lattice.lid[b]))
                             for a, b in zip(nodes, nodes[1:]))
-            if plausible.keep(Spelling(surface, int(cost), structure, len(nodes), source != "dictionary")):
+            if plausible.keep(Spelling(surface, int(cost), structure, len(nodes), source != Source.DICTIONARY)):
                 alternatives.append(Candidate(surface, "", source))
                 if len(alternatives) >= SEGMENT_ALTERNATIVES:
                     break
-        learned = [Candidate(s, "", "learning") for s in self.learning.lookup(reading)] if self.learning else []
-        return merge([best], learned, alternatives, number_variants(best.surface),
+        learned = [Candidate(s, "", Source.LEARNING) for s in self.learning.lookup(reading)] if self.learning else []
+        return unique_surfaces([best], learned, alternatives, number_variants(best.surface),
                      script_variants(reading), symbol_variants(reading, self.symbols))
 
 
-def _source_of(lattice: Lattice, nodes: Sequence[int]) -> str:
+def _source_of(lattice: Lattice, nodes: Sequence[int]) -> Source:
     return _first_source(lattice.source(x) for x in nodes)
 
 
-def _first_source(sources) -> str:
+def _first_source(sources) -> Source:
     sources = set(sources)
-    return next((s for s in ("learning", "user") if s in sources), "dictionary")
+    return next((s for s in (Source.LEARNING, Source.USER) if s in sources), Source.DICTIONARY)

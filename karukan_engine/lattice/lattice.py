@@ -12,6 +12,7 @@ from typing import Callable, Iterable, Protocol
 
 import numpy as np
 
+from karukan_engine.core.types import Source
 from karukan_engine.dictionary.system import SystemDictionary
 
 # A kana no word covers stays kana, but only as a last resort.
@@ -34,7 +35,7 @@ class ExtraWord:
     lid: int
     rid: int
     cost: int
-    source: str
+    source: Source
 
 
 class WordSource(Protocol):
@@ -79,8 +80,8 @@ class Lattice:
             self._extra_surfaces[node] = text
         return text
 
-    def source(self, node: int) -> str:
-        return self._extra_sources.get(node, "dictionary")
+    def source(self, node: int) -> Source:
+        return self._extra_sources.get(node, Source.DICTIONARY)
 
     def node_reading(self, node: int) -> str:
         return self.reading[self.start[node]:self.end[node]]

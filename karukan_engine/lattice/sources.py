@@ -6,6 +6,7 @@ from typing import Iterator
 
 import numpy as np
 
+from karukan_engine.core.types import Source
 from karukan_engine.dictionary.learning import LearningStore
 from karukan_engine.dictionary.system import SystemDictionary
 from karukan_engine.dictionary.user_dictionary import UserDictionary
@@ -43,7 +44,7 @@ class UserWordSource:
     def __init__(self, user_dictionary: UserDictionary, dictionary: SystemDictionary) -> None:
         self.user_dictionary = user_dictionary
         self.dictionary = dictionary
-        self._generation = -1
+        self._version = -1
         self._index: dict[str, list[ExtraWord]] = {}
 
     def _forms(self, reading: str, surface: str, pos: str) -> list[tuple[str, str, int]]:
@@ -60,15 +61,15 @@ class UserWordSource:
                 for s_end, r_end, pos_id in forms if stem_reading + r_end]
 
     def _refresh(self) -> None:
-        if self._generation == self.user_dictionary.generation:
+        if self._version == self.user_dictionary.version:
             return
         index: dict[str, list[ExtraWord]] = {}
         for word in self.user_dictionary.words:
             for reading, surface, pos in self._forms(word.reading, word.surface, word.pos):
                 cost = _standalone_cost(self.dictionary, reading, pos)
-                index.setdefault(reading, []).append(ExtraWord(reading, surface, pos, pos, cost, "user"))
+                index.setdefault(reading, []).append(ExtraWord(reading, surface, pos, pos, cost, Source.USER))
         self._index = index
-        self._generation = self.user_dictionary.generation
+        self._version = self.user_dictionary.version
 
     def words_at(self, text: str, start: int) -> Iterator[ExtraWord]:
         self._refresh()
@@ -90,7 +91,7 @@ class LearnedWordSource:
         self._shapes: dict[tuple[str, str], tuple[int, int, int]] = {}
         # the dictionary words that spell a learned pair: (start, end, lid, rid, surface) each
         self._words: dict[tuple[str, str], tuple[tuple[int, int, int, int, str], ...]] = {}
-        self._longest = (-1, 0)   # (store generation, longest learned reading)
+        self._longest = (-1, 0)   # (store version, longest learned reading)
 
     def _shape(self, reading: str, surface: str) -> tuple[int, int, int]:
         """(lid, rid, cost) of the node for a learned pair."""
@@ -125,12 +126,12 @@ class LearnedWordSource:
         return noun, noun, USER_WORD_COST if best_inner is None else max(0, best_inner - LEARNED_BONUS)
 
     def words_at(self, text: str, start: int) -> Iterator[ExtraWord]:
-        if self._longest[0] != self.store.generation:
-            self._longest = (self.store.generation, self.store.max_reading_length)
+        if self._longest[0] != self.store.version:
+            self._longest = (self.store.version, self.store.max_reading_length)
         longest = self._longest[1]
         for end in range(start + 1, min(len(text), start + longest) + 1):
             reading = text[start:end]
             for rank, surface in enumerate(self.store.lookup(reading)):   # last used first
                 lid, rid, cost = self._shape(reading, surface)
                 yield ExtraWord(reading, surface, lid, rid, cost + (OLDER_LEARNED_PENALTY if rank else 0),
-                                "learning")
+                                Source.LEARNING)

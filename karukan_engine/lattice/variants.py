@@ -5,14 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from karukan_engine.conversion.types import Candidate
-from karukan_engine.kana import (
-    to_fullwidth_ascii,
-    to_halfwidth_ascii,
-    to_halfwidth_katakana,
-    to_hiragana,
-    to_katakana,
-)
+from karukan_engine.core.types import Candidate, Source
+from karukan_engine.kana import to_fullwidth_ascii, to_halfwidth_ascii
 
 _DIGITS = re.compile(r"[0-9０-９]+")
 _KANJI_DIGITS = "〇一二三四五六七八九"
@@ -61,47 +55,21 @@ def load_symbols(path: Path) -> dict[str, list[tuple[str, str]]]:
     return table
 
 
-def script_variants(reading: str) -> list[Candidate]:
-    """Hiragana, katakana, half-width katakana; for Latin input, full/half-width."""
-    out = [
-        Candidate(to_hiragana(reading), "ひらがな", "variant"),
-        Candidate(to_katakana(reading), "[全]カタカナ", "variant"),
-        Candidate(to_halfwidth_katakana(to_katakana(reading)), "[半]カタカナ", "variant"),
-    ]
-    if any(ch.isascii() and ch.isalnum() for ch in reading):
-        out.append(Candidate(to_fullwidth_ascii(reading), "[全]英数", "variant"))
-        out.append(Candidate(to_halfwidth_ascii(reading), "[半]英数", "variant"))
-    return out
-
-
 def number_variants(surface: str) -> list[Candidate]:
     """Digit runs in a surface written as half-width, full-width and kanji numerals."""
     if not _DIGITS.search(surface):
         return []
     out = [
-        Candidate(_DIGITS.sub(lambda m: to_halfwidth_ascii(m.group()), surface), "[半]数字", "variant"),
-        Candidate(_DIGITS.sub(lambda m: to_fullwidth_ascii(m.group()), surface), "[全]数字", "variant"),
+        Candidate(_DIGITS.sub(lambda m: to_halfwidth_ascii(m.group()), surface), "[半]数字", Source.VARIANT),
+        Candidate(_DIGITS.sub(lambda m: to_fullwidth_ascii(m.group()), surface), "[全]数字", Source.VARIANT),
     ]
     if all(kanji_number(m.group()) for m in _DIGITS.finditer(surface)):
-        out.append(Candidate(_DIGITS.sub(lambda m: kanji_number(m.group()) or "", surface), "漢数字", "variant"))
-    out.append(Candidate(_DIGITS.sub(lambda m: kanji_digits(m.group()), surface), "漢数字", "variant"))
+        out.append(Candidate(_DIGITS.sub(lambda m: kanji_number(m.group()) or "", surface), "漢数字", Source.VARIANT))
+    out.append(Candidate(_DIGITS.sub(lambda m: kanji_digits(m.group()), surface), "漢数字", Source.VARIANT))
     return out
 
 
 def symbol_variants(reading: str, symbols: dict[str, list[tuple[str, str]]]) -> list[Candidate]:
-    return [Candidate(symbol, f"[記号]{description}" if description else "[記号]", "variant")
+    return [Candidate(symbol, f"[記号]{description}" if description else "[記号]", Source.VARIANT)
             for symbol, description in symbols.get(reading, ())]
 
-
-def merge(*groups: list[Candidate], limit: int | None = None) -> list[Candidate]:
-    """Concatenate candidate lists keeping the first occurrence of each surface."""
-    seen: set[str] = set()
-    out = []
-    for group in groups:
-        for cand in group:
-            if cand.surface and cand.surface not in seen:
-                seen.add(cand.surface)
-                out.append(cand)
-                if limit is not None and len(out) >= limit:
-                    return out
-    return out

@@ -13,7 +13,7 @@ Public API (stable; used by the fusion layer):
     model = load_model(path_or_dir)            # a `<name>.gguf` file or a directory holding one
                                                # (tokenizer.json beside it is used when present)
     model.greedy(reading, context="", max_new=50) -> Generation
-        # persistent per-thread GreedySession: re-decodes only what follows the longest common
+        # persistent per-thread GreedyDecoder: re-decodes only what follows the longest common
         # prefix with that thread's previous prompt, and checks the previous output as a draft
         # in one batched pass when the prompt is a near continuation (same result as plain greedy)
     model.beam(reading, context="", beam=5, max_new=50) -> list[Generation]   # best first
@@ -23,7 +23,7 @@ Public API (stable; used by the fusion layer):
         scorer.score_many(reading, context, surfaces) -> list[float]  # one prompt prefill
         # NLL = -(sum log p(surface tokens) + log p(EOS)) / len(NFKC(surface)); lower is better
     model.prompt_ids(reading, context) -> list[int];  model.stop_ids;  model.eos_id
-    model.session() -> this thread's GreedySession (greedy.py)
+    model.greedy_decoder() -> this thread's GreedyDecoder (greedy.py)
     model.close()
 
     Generation(text: str, token_ids: tuple[int, ...], logprob: float, finished: bool)
@@ -38,10 +38,10 @@ Public API (stable; used by the fusion layer):
 Lower level, for decoders built elsewhere: runtime.LlamaModel / LlamaContext(model.llama,
 ContextSize(n_ctx, n_batch, n_seq_max), n_threads) with checked decode / decode_run / seq_cp /
 seq_rm / clear; runtime.GrowingContext keeps one context between calls and re-creates it only when a
-call needs more; logprob.argmax_logprob / top_k_rows; testing.write_model_dir for tiny models;
+call needs more; logprob.argmax_logprob / top_k_rows; karukan_testing.tiny_models.write_model_dir for tiny models;
 greedy_pool.GreedyPool(model.llama, n_threads, slots).generate_many([GreedyJob(owner, prompt,
 max_new, stop_ids, draft=None), ...]) decodes many owners' greedy jobs in shared batches (one
-sequence id per owner; GreedySession is its one-sequence form).
+sequence id per owner; GreedyDecoder is its one-sequence form).
 
 Readings may be hiragana or katakana; the prompt is
 U+EE02 + left context (last `max_context_chars`) + U+EE00 + reading in katakana + U+EE01, NFKC,
@@ -51,7 +51,7 @@ the vocabulary has them (jinen v2), the zenz tokenizer's byte tokens where it ha
 generation stops at the family's EOS and at the first byte of any mark. Known quirks of
 published GGUFs (zenz: an unknown pre-tokenizer name, off-by-one special ids) are repaired at
 load (runtime.fixups); a GGUF of another architecture or vocabulary size than models.toml says,
-or a tokenizer.json of another model, is refused with one line. mimic.build writes
+or a tokenizer.json of another model, is refused with one line. karukan_testing.mimic.build writes
 random-weight stand-ins of the published models (tools/build_mimic_models.py).
 Errors: ModelNotFoundError, ModelFormatError (not GGUF / corrupt), ModelLoadError,
 TokenizerError, PromptTooLongError, InferenceError, UnknownModelError, DownloadError — all

@@ -1,9 +1,9 @@
 """Beam search with a shared prompt and KV-cache reuse.
 
-The prompt is decoded once into sequence 0 and shared with every live beam by `seq_cp` (zero
-copy in a unified KV cache). Each step decodes one token per live beam in a single batch. Live
+The prompt is decoded once into sequence 0 and shared with every open beam by `seq_cp` (zero
+copy in a unified KV cache). Each step decodes one token per open beam in a single batch. Open
 beams sit in slots 0..beam-1; after choosing the survivors the KV cache is permuted through the
-scratch slots beam..2*beam-1: stage each survivor's parent into scratch, clear the live slots,
+scratch slots beam..2*beam-1: stage each survivor's parent into scratch, clear the open slots,
 move scratch back. Scores are summed log-softmax without length penalty (all terms <= 0, which
 makes the early stop exact).
 """
@@ -19,7 +19,7 @@ from karukan_engine.neural.errors import InferenceError
 from karukan_engine.neural.logprob import log_normalizers, top_k_rows
 from karukan_engine.neural.runtime import LLAMA_MAX_SEQ, ContextSize, GrowingContext, LlamaContext, LlamaModel
 
-MAX_BEAM = LLAMA_MAX_SEQ // 2  # live + scratch slots must fit llama.cpp's 256 sequences
+MAX_BEAM = LLAMA_MAX_SEQ // 2  # open + scratch slots must fit llama.cpp's 256 sequences
 KV_HEADROOM_CELLS = 64
 BATCH_HEADROOM = 8
 MIN_EXPANSION = 4
@@ -47,8 +47,8 @@ def beam_context_size(prompt_len: int, beam: int, max_new: int) -> ContextSize:
 
 
 def converged(finished: Sequence[Hypothesis], active: Sequence[Hypothesis], beam: int) -> bool:
-    """True when no live beam can enter the final top-`beam`: scores only fall as tokens are added,
-    so once `beam` finished hypotheses all beat the best live one, the result is fixed."""
+    """True when no open beam can enter the final top-`beam`: scores only fall as tokens are added,
+    so once `beam` finished hypotheses all beat the best open one, the result is fixed."""
     if len(finished) < beam or not active:
         return not active
     kth_best_finished = sorted((f.score for f in finished), reverse=True)[beam - 1]
@@ -56,7 +56,7 @@ def converged(finished: Sequence[Hypothesis], active: Sequence[Hypothesis], beam
 
 
 def select(active: Sequence[Hypothesis], logits: np.ndarray, beam: int, stop_ids: AbstractSet[int]) -> list[tuple[int, Hypothesis]]:
-    """Expand every live beam by its max(beam, 4) best tokens and keep the global top `beam`
+    """Expand every open beam by its max(beam, 4) best tokens and keep the global top `beam`
     as (parent slot, child). Ties keep parent order, then token rank (stable sort).
 
     Ranking a row by its float32 logits is ranking it by log p, so only the chosen entries are
@@ -82,18 +82,18 @@ def finalize(finished: list[Hypothesis], active: list[Hypothesis], beam: int) ->
     return ranked[:beam]
 
 
-def permute_kv(ctx: LlamaContext, parents: Sequence[int], n_live: int, beam: int) -> None:
-    """Make live slot j hold the KV history of slot parents[j] (several children may share a
+def permute_kv(ctx: LlamaContext, parents: Sequence[int], n_open: int, beam: int) -> None:
+    """Make open slot j hold the KV history of slot parents[j] (several children may share a
     parent, and a parent's slot may be another child's destination)."""
     if all(p == j for j, p in enumerate(parents)):
-        for slot in range(len(parents), n_live):  # survivors already in place: drop the rest
+        for slot in range(len(parents), n_open):  # survivors already in place: drop the rest
             ctx.seq_rm(slot)
         return
     for j, parent in enumerate(parents):  # 1) stage every survivor's parent in scratch
         ctx.seq_cp(parent, beam + j)
-    for slot in range(n_live):  # 2) clear all live slots (frees dropped beams' cells)
+    for slot in range(n_open):  # 2) clear all open slots (frees dropped beams' cells)
         ctx.seq_rm(slot)
-    for j in range(len(parents)):  # 3) scratch j -> live j, free scratch
+    for j in range(len(parents)):  # 3) scratch j -> open j, free scratch
         ctx.seq_cp(beam + j, j)
         ctx.seq_rm(beam + j)
 
@@ -121,7 +121,7 @@ class BeamSearcher:
             first = select([Hypothesis([], 0.0)], logits[None, :], beam, stop_ids)
             finished = [h for _, h in first if h.finished]
             active = [h for _, h in first if not h.finished]
-            for slot in range(1, len(active)):  # share the prompt with every live beam
+            for slot in range(1, len(active)):  # share the prompt with every open beam
                 ctx.seq_cp(0, slot)
             if not active:
                 ctx.seq_rm(0)

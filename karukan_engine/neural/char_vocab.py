@@ -2,7 +2,7 @@
 
 Id layout: 0 <unk> | 1 <s> | 2 </s> | 3 <pad> | 4..6 U+EE02 U+EE00 U+EE01 | 256 <0xNN> byte
 fallback tokens | then characters. Both the exporter (karukan_engine.training) and the test-model
-generator (karukan_engine.neural.testing) write it into GGUF through write_gguf_vocabulary, so the
+generator (karukan_testing.tiny_models) write it into GGUF through write_gguf_vocabulary, so the
 runtime sees one layout.
 """
 

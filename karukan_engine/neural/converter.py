@@ -1,5 +1,5 @@
 """A model-only Converter: one segment per request, candidates from beam search, live
-conversion from the persistent greedy session.
+conversion from the persistent greedy decoder.
 
 While the model is loading (or if it failed to load) every method answers with the reading
 itself, so the session keeps working. It does not learn: `record` has nothing to update here
@@ -11,14 +11,13 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-from karukan_engine.conversion.types import Candidate, ConversionRequest, Segment
+from karukan_engine.core.types import Candidate, ConversionRequest, Segment, Source
 from karukan_engine.neural.background import LoadHandle
 from karukan_engine.neural.errors import NeuralError
 from karukan_engine.neural.model import NeuralModel
 
 log = logging.getLogger(__name__)
 
-SOURCE = "model"
 DEFAULT_BEAM = 5
 MAX_NEW_TOKENS = 50
 
@@ -57,7 +56,7 @@ class NeuralConverter:
         surfaces = self._beam(request.reading, request.left_context, max(n, self.beam_width))[:n]
         if not surfaces:
             surfaces = [request.reading]
-        return [Candidate(s, source=SOURCE) for s in surfaces]
+        return [Candidate(s, source=Source.MODEL) for s in surfaces]
 
     def convert(self, request: ConversionRequest) -> list[Segment]:
         """One segment for the whole reading, or, when the user fixed leading segment lengths,

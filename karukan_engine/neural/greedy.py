@@ -1,6 +1,6 @@
-"""Greedy decoding in a persistent session: KV-prefix reuse and draft verification.
+"""Greedy decoding by a persistent decoder: KV-prefix reuse and draft verification.
 
-Typing adds one kana at a time, so consecutive prompts share a long prefix: the session keeps
+Typing adds one kana at a time, so consecutive prompts share a long prefix: the decoder keeps
 the tokens it holds in its KV cache and re-decodes only what follows the longest common prefix.
 
 The output usually changes little from key to key too. A draft (by default the previous output,
@@ -12,7 +12,7 @@ costs one llama_decode instead of one per output token.
 
 One worker thread may serve many input contexts: `switch_to(owner)` saves the current owner's
 sequence state (llama.cpp's per-sequence state API) and restores the next owner's instead of
-re-prefilling. The session is a one-sequence GreedyPool (greedy_pool.py) used one call at a time.
+re-prefilling. The decoder is a one-sequence GreedyPool (greedy_pool.py) used one call at a time.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from karukan_engine.neural.greedy_pool import GreedyJob, GreedyPool, Result
 from karukan_engine.neural.runtime import LlamaContext, LlamaModel
 
 
-class GreedySession:
+class GreedyDecoder:
     """One llama context (sequence 0) owned by one thread; not thread-safe by design."""
 
     def __init__(self, model: LlamaModel, n_threads: int) -> None:

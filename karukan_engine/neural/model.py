@@ -1,6 +1,6 @@
 """A loaded kana-kanji model: prompt building, greedy, beam and NLL scoring on llama.cpp.
 
-The llama model (weights) is shared; every thread gets its own GreedySession, BeamSearcher and
+The llama model (weights) is shared; every thread gets its own GreedyDecoder, BeamSearcher and
 NllScorer (llama contexts are not thread-safe), created on first use and freed by close().
 """
 
@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 from karukan_engine.neural.beam import BeamSearcher, Hypothesis, clamp_beam
 from karukan_engine.neural.errors import ModelLoadError, ModelNotFoundError, NeuralError, PromptTooLongError
 from karukan_engine.neural.generation import Generation
-from karukan_engine.neural.greedy import GreedySession
+from karukan_engine.neural.greedy import GreedyDecoder
 from karukan_engine.neural.nll import NllScorer
 from karukan_engine.neural.prompt import DEFAULT_MAX_CONTEXT_CHARS, Prompt, build_prompt, clean_output, clean_text
 from karukan_engine.neural.runtime import LlamaModel
@@ -63,7 +63,7 @@ class NeuralModel:
         eos = llama.eos_id
         self.eos_id = eos if eos in self.stop_ids else min(self.stop_ids, default=eos)
         self._local = threading.local()
-        self._workers: list[GreedySession | BeamSearcher | NllScorer] = []
+        self._workers: list[GreedyDecoder | BeamSearcher | NllScorer] = []
         self._lock = threading.Lock()
         self._closed = False
 
@@ -115,9 +115,9 @@ class NeuralModel:
             setattr(self._local, attr, worker)
         return worker
 
-    def session(self) -> GreedySession:
-        """This thread's persistent greedy session."""
-        return self._worker("session", lambda: GreedySession(self.llama, self.options.n_threads))
+    def greedy_decoder(self) -> GreedyDecoder:
+        """This thread's persistent greedy decoder."""
+        return self._worker("greedy", lambda: GreedyDecoder(self.llama, self.options.n_threads))
 
     def _beam_searcher(self) -> BeamSearcher:
         return self._worker("beam", lambda: BeamSearcher(self.llama, self.options.n_threads))
@@ -133,7 +133,7 @@ class NeuralModel:
         if not clean_text(reading).strip() or max_new <= 0:
             return Generation("", (), 0.0, False)
         prompt = self.prompt_ids(reading, context)
-        out, logprob, finished = self.session().generate(prompt, self._room(prompt, max_new), self.stop_ids)
+        out, logprob, finished = self.greedy_decoder().generate(prompt, self._room(prompt, max_new), self.stop_ids)
         return self._generation(out, logprob, finished)
 
     def beam(self, reading: str, context: str = "", beam: int = 5, max_new: int = DEFAULT_MAX_NEW) -> list[Generation]:

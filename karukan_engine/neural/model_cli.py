@@ -20,7 +20,7 @@ def register(subparsers) -> None:
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
-    from karukan_engine.cli import UsageError
+    from karukan_engine.core.errors import UsageError
 
     raise UsageError("model: choose an action: list | download ID")
 
@@ -54,7 +54,7 @@ def download_model(args: argparse.Namespace) -> int:
     try:
         entry = registry.get(args.model_id)
     except NeuralError as exc:
-        from karukan_engine.cli import UsageError
+        from karukan_engine.core.errors import UsageError
 
         raise UsageError(str(exc)) from None
     if entry.source_kind != "hub":

@@ -24,7 +24,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from karukan_engine.dictionary.storage import MAX_SETTINGS_BYTES, read_user_file
+from karukan_engine.core.user_files import MAX_SETTINGS_BYTES, read_user_file
 from karukan_engine.neural.errors import ModelNotFoundError, NeuralError, UnknownModelError
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # karukan_engine/

@@ -321,9 +321,6 @@ class LlamaContext:
     def n_seq_max(self) -> int:
         return self.size.n_seq_max
 
-    def set_threads(self, n_threads: int) -> None:
-        self._lib.llama_set_n_threads(self.ptr, max(1, n_threads), max(1, n_threads))
-
     def decode(self, tokens: Sequence[int], positions: Sequence[int], seqs: Sequence[int], want: Sequence[bool]) -> np.ndarray:
         """One llama_decode; returns a copy of the logit rows of the tokens marked in `want`."""
         n = len(tokens)

@@ -11,7 +11,6 @@ import enum
 import itertools
 from dataclasses import dataclass, field
 
-from karukan_engine.config import PUNCTUATION_STYLES, WIDTHS
 from karukan_engine.kana import (
     to_fullwidth_ascii,
     to_fullwidth_katakana,
@@ -34,6 +33,11 @@ class Script(enum.Enum):
     HALF_KATAKANA = "half_katakana"
     FULL_ASCII = "full_ascii"
     HALF_ASCII = "half_ascii"
+
+
+# What , and . type, and the two widths of symbols, digits and letters (the config offers these).
+PUNCTUATION_STYLES = ("、。", "，．", "、．", "，。", ",.")
+WIDTHS = ("full", "half")
 
 
 @dataclass(frozen=True)
@@ -94,16 +98,6 @@ class Composer:
         before = "".join(u.keys for u in self.units[: self.cursor])
         after = "".join(u.keys for u in self.units[self.cursor :])
         return before + self.pending_keys + after
-
-    def preview(self) -> str:
-        """The text as flush() would leave it, without changing anything."""
-        saved = (list(self.units), self.cursor, self.pending, self.pending_keys)
-        self.units = [Unit(u.text, u.keys, u.group) for u in self.units]
-        try:
-            self.flush()
-            return "".join(u.text for u in self.units)
-        finally:
-            self.units, self.cursor, self.pending, self.pending_keys = saved
 
     # -- editing -------------------------------------------------------------------------------
 

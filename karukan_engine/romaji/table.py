@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from karukan_engine.dictionary.storage import MAX_SETTINGS_BYTES, has_control_chars, read_user_text
+from karukan_engine.core.user_files import MAX_SETTINGS_BYTES, has_control_chars, read_user_text
 
 DEFAULT_TABLE = "romaji-hiragana.tsv"
 MAX_RULE_INPUT = 16   # longer inputs are rejected: no real table needs them
@@ -62,11 +62,6 @@ class RomajiTable:
                 return Match(None, False)
             node = child
         return Match(node.rule, bool(node.children))
-
-    def is_prefix(self, text: str) -> bool:
-        """True when text is the input of a rule or the start of one."""
-        match = self.lookup(text)
-        return match.rule is not None or match.has_continuation
 
     # -- reverse direction: kana → the keys that type it -------------------------------------
 

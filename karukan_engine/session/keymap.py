@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from karukan_engine.config import TomlError, parse_toml
-from karukan_engine.dictionary.storage import MAX_SETTINGS_BYTES, read_user_text
+from karukan_engine.core.user_files import MAX_SETTINGS_BYTES, read_user_text
 from karukan_engine.session.commands import Command
 from karukan_engine.session.keysyms import KeyCombo, KeySpecError, parse_key_spec
 from karukan_engine.session.modes import State

@@ -19,7 +19,7 @@ import argparse
 import sys
 from typing import Iterator
 
-from karukan_engine.cli import UsageError
+from karukan_engine.core.errors import UsageError
 from karukan_engine.config import Config, ConfigError
 from karukan_engine.session.keysyms import (
     NAME_TO_KEYSYM,

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# X11 / IBus modifier masks.
+# X11 modifier masks (a frontend folds its toolkit's own bits into these: ime_frontend.toolkit).
 SHIFT_MASK = 1 << 0
 LOCK_MASK = 1 << 1
 CONTROL_MASK = 1 << 2
 MOD1_MASK = 1 << 3        # Alt
 MOD4_MASK = 1 << 6        # Super
-IBUS_SUPER_MASK = 1 << 26
-IBUS_HYPER_MASK = 1 << 27
-IBUS_META_MASK = 1 << 28
-IBUS_RELEASE_MASK = 1 << 30
 
 # The modifiers that take part in key bindings (Lock, NumLock and AltGr do not).
 BINDING_MASK = SHIFT_MASK | CONTROL_MASK | MOD1_MASK | MOD4_MASK
@@ -134,11 +130,8 @@ def char_of(keysym: int) -> str:
 
 
 def binding_modifiers(modifiers: int) -> int:
-    """The modifier bits that take part in key bindings, IBus Super folded into Mod4."""
-    mods = modifiers & BINDING_MASK
-    if modifiers & IBUS_SUPER_MASK:
-        mods |= MOD4_MASK
-    return mods
+    """The modifier bits that take part in key bindings."""
+    return modifiers & BINDING_MASK
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from karukan_engine.conversion.plain import kana_variants
-from karukan_engine.conversion.types import Candidate, Segment
-
-TRANSLITERATION = "transliteration"   # Candidate.source of F6–F10 results: never learned
+from karukan_engine.core.candidates import unique_surfaces
+from karukan_engine.core.types import Candidate, Segment, Source
+from karukan_engine.transliteration import script_variants
 
 
 class SegmentChoice:
@@ -42,7 +41,7 @@ class SegmentChoice:
             return self._segment.best   # what the built list would start with
         return self.candidates[self.index]
 
-    def choose_surface(self, surface: str, annotation: str = "", source: str = "") -> None:
+    def choose_surface(self, surface: str, annotation: str = "", source: Source = Source.UNKNOWN) -> None:
         """Select `surface`, adding it to the end of the list if the converter did not offer it.
 
         The candidate takes the given source, so a transliteration stays marked as one.
@@ -139,11 +138,5 @@ def _choice(segment: Segment) -> SegmentChoice:
 
 
 def _candidate_list(segment: Segment) -> list[Candidate]:
-    """The converter's candidates, then the kana variants Mozc always offers at the end."""
-    candidates: list[Candidate] = []
-    seen: set[str] = set()
-    for cand in (*segment.candidates, *kana_variants(segment.reading)):
-        if cand.surface and cand.surface not in seen:
-            seen.add(cand.surface)
-            candidates.append(cand)
-    return candidates
+    """The converter's candidates, then the script forms Mozc always offers at the end."""
+    return unique_surfaces(segment.candidates, script_variants(segment.reading))

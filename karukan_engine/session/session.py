@@ -12,22 +12,16 @@ from typing import TYPE_CHECKING, Callable
 
 from karukan_engine.config import Config
 from karukan_engine.conversion.plain import PlainConverter
-from karukan_engine.conversion.types import Converter, ConversionRequest, Segment, check_segments
-from karukan_engine.kana import (
-    to_fullwidth_ascii,
-    to_fullwidth_katakana,
-    to_halfwidth_ascii,
-    to_halfwidth_katakana,
-    to_hiragana,
-    to_katakana,
-)
+from karukan_engine.core.types import Converter, ConversionRequest, Segment, Source, check_segments
+from karukan_engine.kana import to_fullwidth_katakana, to_hiragana
 from karukan_engine.romaji.composer import Composer, ComposerSettings, Script
+from karukan_engine.romaji.modes import InputMode
 from karukan_engine.romaji.table import RomajiTable, TableError
 from karukan_engine.session.commands import Command
+from karukan_engine.session.field import FieldPrivacy
 from karukan_engine.session.keymap import Keymap, KeymapError
 from karukan_engine.session.keysyms import (
     CONTROL_MASK,
-    IBUS_RELEASE_MASK,
     LOCK_MASK,
     MOD1_MASK,
     MOD4_MASK,
@@ -36,20 +30,16 @@ from karukan_engine.session.keysyms import (
     binding_modifiers,
     char_of,
 )
-from karukan_engine.session.modes import InputMode, State
-from karukan_engine.session.segments import TRANSLITERATION, Conversion
+from karukan_engine.session.modes import State
+from karukan_engine.session.segments import Conversion
 from karukan_engine.session.view import CandidateItem, CandidatePage, PreeditSpan, PreeditStyle, View
+from karukan_engine.transliteration import Form
 
 if TYPE_CHECKING:
     from karukan_engine.conversion.live_service import LiveLink, LiveUpdate
 
 log = logging.getLogger(__name__)
 _REPORTED: set[str] = set()   # keymap / romaji table problems already logged by this process
-
-# GTK / IBus input purposes and hints that concern privacy.
-PURPOSE_PASSWORD = 8
-PURPOSE_PIN = 9
-HINT_PRIVATE = 1 << 11
 
 _SPACE = 0x20
 # Longer compositions are refused key by key: no one types this much unconverted, and every
@@ -75,15 +65,15 @@ def _cases(text: str) -> list[str]:
     return out
 
 
-# command → (annotation, reading → variants to cycle through, uses the typed keys)
-_TRANSLITERATIONS: dict[Command, tuple[str, Callable[[str], list[str]], bool]] = {
-    Command.TO_HIRAGANA: ("[全]ひらがな", lambda s: [to_hiragana(to_fullwidth_katakana(s))], False),
-    Command.TO_KATAKANA: ("[全]カタカナ", lambda s: [to_katakana(to_fullwidth_katakana(s))], False),
-    Command.TO_HALFWIDTH_KATAKANA: (
-        "[半]カタカナ", lambda s: [to_halfwidth_ascii(to_halfwidth_katakana(s))], False),
-    Command.TO_FULLWIDTH_ALPHANUMERIC: ("[全]英数", lambda s: [to_fullwidth_ascii(v) for v in _cases(s)], True),
-    Command.TO_HALFWIDTH_ALPHANUMERIC: ("[半]英数", lambda s: _cases(to_halfwidth_ascii(s)), True),
+# F6–F10: the form; the alphanumeric ones work on the typed keys and cycle through their cases.
+_TRANSLITERATIONS: dict[Command, Form] = {
+    Command.TO_HIRAGANA: Form.HIRAGANA,
+    Command.TO_KATAKANA: Form.KATAKANA,
+    Command.TO_HALFWIDTH_KATAKANA: Form.HALFWIDTH_KATAKANA,
+    Command.TO_FULLWIDTH_ALPHANUMERIC: Form.FULLWIDTH_ALPHANUMERIC,
+    Command.TO_HALFWIDTH_ALPHANUMERIC: Form.HALFWIDTH_ALPHANUMERIC,
 }
+_CYCLING_FORMS = (Form.FULLWIDTH_ALPHANUMERIC, Form.HALFWIDTH_ALPHANUMERIC)
 
 
 def reading_of(text: str) -> str:
@@ -157,7 +147,7 @@ class Session:
         return self._build_view(True, "")
 
     def process_key(self, keysym: int, modifiers: int = 0, release: bool = False) -> View:
-        if release or modifiers & IBUS_RELEASE_MASK or keysym in MODIFIER_KEYSYMS or self._password:
+        if release or keysym in MODIFIER_KEYSYMS or self._password:
             return self._build_view(False, "")   # nothing changes, not even the aux text
         self._begin_event()
         command = self._keymap.lookup(self._state, keysym, modifiers)
@@ -226,7 +216,7 @@ class Session:
         self._live_text = update.text
         return self._finish(True)
 
-    def set_content_type(self, purpose: int, hints: int) -> View | None:
+    def set_field_privacy(self, field: FieldPrivacy) -> View | None:
         """Password and PIN fields: keys pass through and nothing is learned.
 
         A field that turns into a password field while something is typed gets what is shown
@@ -234,8 +224,8 @@ class Session:
         stays hidden in the session to reappear later. The View carrying that commit is
         returned; None when nothing changed on screen.
         """
-        password = purpose in (PURPOSE_PASSWORD, PURPOSE_PIN)
-        self._private = bool(hints & HINT_PRIVATE)
+        password = field.password
+        self._private = field.private
         if password and not self._password and self._state in (State.COMPOSITION, State.CONVERSION):
             self._begin_event()
             self._password = True
@@ -512,13 +502,15 @@ class Session:
     def _transliterate(self, command: Command) -> None:
         conv = self._conversion_state()
         seg = conv.focused
-        annotation, variants_of, uses_keys = _TRANSLITERATIONS[command]
-        source = self._keys_for_span(conv.segment_start(conv.focus), len(seg.reading)) if uses_keys else seg.reading
-        variants = variants_of(source)
+        form = _TRANSLITERATIONS[command]
+        if form in _CYCLING_FORMS:
+            variants = _cases(form.of(self._keys_for_span(conv.segment_start(conv.focus), len(seg.reading))))
+        else:
+            variants = [form.of(seg.reading)]
         current = seg.chosen.surface
         # Pressing the same key again cycles (tokyo → TOKYO → Tokyo).
         surface = variants[(variants.index(current) + 1) % len(variants)] if current in variants else variants[0]
-        seg.choose_surface(surface, annotation, TRANSLITERATION)
+        seg.choose_surface(surface, form.label, Source.TRANSLITERATION)
 
     def _keys_for_span(self, start: int, length: int) -> str:
         """The keys typed for reading[start:start+length], or the reading when they cannot be told."""
@@ -547,7 +539,7 @@ class Session:
 
     def _commit_conversion(self) -> None:
         conv = self._conversion_state()
-        pairs = tuple((s.reading, s.chosen.surface) for s in conv.segments if s.chosen.source != TRANSLITERATION)
+        pairs = tuple((s.reading, s.chosen.surface) for s in conv.segments if s.chosen.source != Source.TRANSLITERATION)
         self._commit_text(conv.text(), pairs)
 
     def _commit_first_segment(self) -> None:
@@ -556,7 +548,7 @@ class Session:
             self._commit_conversion()
             return
         first = conv.segments[0]
-        pairs = () if first.chosen.source == TRANSLITERATION else ((first.reading, first.chosen.surface),)
+        pairs = () if first.chosen.source == Source.TRANSLITERATION else ((first.reading, first.chosen.surface),)
         self._emit_commit(first.chosen.surface, pairs)
         # Keep converting the rest: drop the committed reading from the composition.
         units = self._composer.units
@@ -660,11 +652,6 @@ class Session:
             commit=commit,
             mode=self._mode.value,
             enabled=self._state is not State.DIRECT,
-            extra={
-                "state": self._state.value,
-                "live_conversion": self._live_enabled,
-                "temporary_alphanumeric": self._temporary_alphanumeric,
-            },
         )
 
     def _composition_display(self) -> tuple[str, int]:

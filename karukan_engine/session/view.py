@@ -7,7 +7,7 @@ Positions and lengths are in Unicode characters (code points), never bytes.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 class PreeditStyle(enum.Enum):
@@ -47,7 +47,6 @@ class View:
     commit: str = ""                        # text to insert into the application now
     mode: str = "hiragana"                  # input mode name (see session.modes)
     enabled: bool = True                    # False when the IME is off (Direct)
-    extra: dict = field(default_factory=dict, compare=False)
 
     @property
     def preedit_text(self) -> str:

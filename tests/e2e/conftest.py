@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from e2e_support import karukan, live_conversion_off, need
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.headless import HeadlessDesktop
 from ime_frontend.install import fcitx5_build_missing
 
 

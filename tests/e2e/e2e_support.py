@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.headless import HeadlessDesktop
 
 TIMEOUT_S = 60
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]

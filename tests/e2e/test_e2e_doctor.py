@@ -15,8 +15,8 @@ import shlex
 import subprocess
 
 from e2e_support import eventually, karukan, need, run
-from ime_frontend.app_clients import IBusApp
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.app_clients import IBusApp
+from karukan_testing.headless import HeadlessDesktop
 
 
 def _printed_command(install_stdout: str) -> str:

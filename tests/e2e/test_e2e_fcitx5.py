@@ -9,7 +9,7 @@ import signal
 
 
 from e2e_support import engine_pids, eventually, karukan, run
-from ime_frontend.app_clients import FCITX_CAP_PASSWORD, FCITX_CAPS, FcitxApp
+from karukan_testing.app_clients import FCITX_CAP_PASSWORD, FCITX_CAPS, FcitxApp
 
 SPACE, RETURN = 0x20, 0xFF0D
 FCITX_HIGHLIGHT = 1 << 4

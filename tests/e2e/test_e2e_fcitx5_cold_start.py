@@ -16,9 +16,9 @@ import pytest
 from dbus_fast import Message
 
 from e2e_support import engine_pids, eventually, karukan, live_conversion_off, need, run
-from ime_frontend.app_clients import FCITX_CAPS, FcitxApp
+from karukan_testing.app_clients import FCITX_CAPS, FcitxApp
 from ime_frontend.bus import MessageBus
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.headless import HeadlessDesktop
 from ime_frontend.install import fcitx5_build_missing
 
 SPACE, RETURN = 0x20, 0xFF0D

@@ -9,7 +9,7 @@ from dbus_fast import Message
 from dbus_fast.errors import DBusError
 
 from e2e_support import TIMEOUT_S, engine_pids, eventually, karukan, run
-from ime_frontend.app_clients import IBusApp
+from karukan_testing.app_clients import IBusApp
 from ime_frontend.ibus import gvariant as gv
 
 SPACE, RETURN, RIGHT, ESCAPE = 0x20, 0xFF0D, 0xFF53, 0xFF1B

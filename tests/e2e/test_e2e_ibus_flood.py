@@ -11,7 +11,7 @@ import asyncio
 import time
 
 from e2e_support import engine_pids, run
-from ime_frontend.app_clients import RELEASE_MASK
+from karukan_testing.app_clients import RELEASE_MASK
 from ime_frontend.flood import percentile
 from test_e2e_ibus import ready_app, type_text
 
@@ -70,7 +70,7 @@ def test_the_engine_exits_non_zero_when_it_loses_ibus_daemon():
     import sys
 
     from e2e_support import need
-    from ime_frontend.headless import HeadlessDesktop, read_line
+    from karukan_testing.headless import HeadlessDesktop, read_line
 
     need("ibus-daemon", "dbus-daemon")
     with HeadlessDesktop() as desktop:
@@ -82,7 +82,7 @@ def test_the_engine_exits_non_zero_when_it_loses_ibus_daemon():
         assert read_line(engine.stdout, "ibus engine").strip() == "READY"
 
         async def flood_then_kill() -> None:
-            from ime_frontend.app_clients import IBusApp
+            from karukan_testing.app_clients import IBusApp
 
             app = await IBusApp.connect(address)
             for _ in range(100):   # the engine registered itself: wait until the daemon uses it

@@ -16,8 +16,8 @@ import pytest
 from dbus_fast.errors import DBusError
 
 from e2e_support import engine_pids, eventually, karukan, live_conversion_off, need, run
-from ime_frontend.app_clients import IBusApp
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.app_clients import IBusApp
+from karukan_testing.headless import HeadlessDesktop
 from ime_frontend.ibus.component import component_xml
 from ime_frontend.install import python_command
 

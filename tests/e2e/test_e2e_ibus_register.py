@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from e2e_support import eventually, need, run
-from ime_frontend.app_clients import IBusApp
-from ime_frontend.headless import HeadlessDesktop, read_line
+from karukan_testing.app_clients import IBusApp
+from karukan_testing.headless import HeadlessDesktop, read_line
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """End to end with a downloaded-model stand-in installed: a (small) zenz-family mimic GGUF
-(karukan_engine.neural.mimic: the real zenz tokenizer, the published zenz metadata quirks, Q5_K_M)
+(karukan_testing.mimic: the real zenz tokenizer, the published zenz metadata quirks, Q5_K_M)
 is the registry's default model; the IBus engine started by the real ibus-daemon from its
 installed component (with the model) loads it and converts through it. The mimic's weights make
 it write one character whatever it is given, so its candidates are recognisable."""
@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from e2e_support import eventually, karukan, need, run
-from ime_frontend.app_clients import IBusApp
+from karukan_testing.app_clients import IBusApp
 
 pytest.importorskip("llama_cpp")
 pytest.importorskip("tokenizers")
 
-from karukan_engine.neural import mimic  # noqa: E402
+from karukan_testing import mimic  # noqa: E402
 
 SPACE, RETURN, ESCAPE = 0x20, 0xFF0D, 0xFF1B
 ZENZ_TOKENIZER = Path(__file__).resolve().parents[1] / "fixtures" / "zenz-char-tokenizer" / "tokenizer.json"

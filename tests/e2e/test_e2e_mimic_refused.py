@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from e2e_support import karukan, need, run
-from ime_frontend.app_clients import IBusApp
+from karukan_testing.app_clients import IBusApp
 
 pytest.importorskip("llama_cpp")
 pytest.importorskip("tokenizers")
 
-from karukan_engine.neural import mimic  # noqa: E402
+from karukan_testing import mimic  # noqa: E402
 
 SPACE, RETURN = 0x20, 0xFF0D
 ZENZ_TOKENIZER = Path(__file__).resolve().parents[1] / "fixtures" / "zenz-char-tokenizer" / "tokenizer.json"

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from e2e_support import PACKAGE_ROOT, eventually, need, run
-from ime_frontend.app_clients import FcitxApp, IBusApp
-from ime_frontend.headless import HeadlessDesktop
+from karukan_testing.app_clients import FcitxApp, IBusApp
+from karukan_testing.headless import HeadlessDesktop
 from ime_frontend.install import fcitx5_build_missing
 
 README = PACKAGE_ROOT / "README.md"

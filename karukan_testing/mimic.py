@@ -28,7 +28,7 @@ import numpy as np
 
 from karukan_engine.neural.char_vocab import TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_USER_DEFINED
 from karukan_engine.neural.prompt import CONTEXT_MARK, INPUT_MARK, OUTPUT_MARK
-from karukan_engine.neural.testing import block_tensors
+from karukan_testing.tiny_models import block_tensors
 
 SPACE_PIECE = "\u2581"
 # llama.cpp's llama_ftype values.

@@ -14,8 +14,7 @@ from dbus_fast.errors import DBusError
 
 from ime_frontend.bus import MessageBus
 from ime_frontend.ibus import gvariant as gv
-
-RELEASE_MASK = 1 << 30
+from ime_frontend.toolkit import IBUS_RELEASE_MASK as RELEASE_MASK
 
 # IBus client capabilities.
 IBUS_CAP_PREEDIT_TEXT = 1 << 0

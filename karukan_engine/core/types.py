@@ -1,4 +1,4 @@
-"""The interface every converter offers to the session.
+"""The interface every converter offers to the session (below both, so neither imports the other).
 
 The session knows only these types. A converter turns a hiragana reading (plus the text left of
 the caret) into segments (bunsetsu), each covering a span of the reading with ranked candidates.
@@ -6,12 +6,29 @@ the caret) into segments (bunsetsu), each covering a span of the reading with ra
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol, Sequence, overload, runtime_checkable
 
 log = logging.getLogger(__name__)
+
+
+class Source(str, enum.Enum):
+    """Where a candidate came from. A str, so it compares equal to its value."""
+
+    UNKNOWN = ""
+    DICTIONARY = "dictionary"             # the system dictionary's lattice
+    USER = "user"                         # the user dictionary
+    LEARNING = "learning"                 # what the user chose before
+    MODEL = "model"                       # the neural model
+    VARIANT = "variant"                   # script, width, number and symbol rewrites
+    TRANSLITERATION = "transliteration"   # F6–F10 results: never learned
+
+    # Equal to its value, so hashed like it too (a Candidate built with the plain string is the same).
+    __str__ = str.__str__
+    __hash__ = str.__hash__
 
 
 @dataclass(frozen=True)
@@ -21,8 +38,7 @@ class Candidate:
     surface: str
     # Short label shown beside the candidate, e.g. "[全]カタカナ" or "[半]".
     annotation: str = ""
-    # Where it came from: "dictionary", "model", "learning", "user", "variant", "live".
-    source: str = ""
+    source: Source = Source.UNKNOWN
 
 
 class LazyCandidates(Sequence[Candidate]):
