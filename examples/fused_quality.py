@@ -201,11 +201,13 @@ def main() -> int:
     weights, fitted = settings.weights, None
     if args.fit:
         # The no-context copies repeat rows already fitted with their context.
-        fit_items = [it for name, items in sets.items() if not name.endswith(NO_CONTEXT)
-                     for it in items[0::2]]
+        fit_sets = [(name, it) for name, items in sets.items() if not name.endswith(NO_CONTEXT)
+                    for it in items[0::2]]
+        fit_items = [it for _name, it in fit_sets]
         fitter = FusedConverter(base, [slot], settings, lexicon=dictionary)
         evidence = gather_evidence(fitter, slot, fit_items)
-        fitted = fit(fit_items, evidence, [dictionary_top(it) for it in fit_items])
+        fitted = fit(fit_items, evidence, [dictionary_top(it) for it in fit_items],
+                     groups=[name for name, _it in fit_sets])
         weights = fitted["weights"]
         fitted["weights"] = weights.__dict__
         fitted["fit_items"] = len(fit_items)

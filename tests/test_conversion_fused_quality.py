@@ -222,3 +222,33 @@ def test_the_feature_study_runs_end_to_end(tmp_path):
     assert set(payload["families"]) == set(ff.FAMILIES) | {"gate"}
     for result in payload["families"].values():
         assert set(result["held_out"]["dev.tsv"]) == {"wins", "losses"}
+
+
+def test_the_fit_never_buys_a_gain_on_one_set_with_losses_on_another():
+    """20 chat rows the model fixes, 6 rows of another set it breaks: pooled, letting it rerank
+    wins (+20 -6), but that set would be worse than the dictionary, so the fit keeps it out
+    (here: it has no say at all, as no weighting tells the two kinds of rows apart)."""
+    fixes, f_ev, f_dict = items_where_the_model_fixes(fixes=20, breaks=0, ties=0)
+    breaks, b_ev, b_dict = items_where_the_model_fixes(fixes=0, breaks=6, ties=0)
+    items, evidence, dictionary = fixes + breaks, f_ev + b_ev, f_dict + b_dict
+    pooled = fusion_fit.fit(items, evidence, dictionary)
+    assert pooled["weights"].uses_model_score and (pooled["fit_wins"], pooled["fit_losses"]) == (20, 6)
+    per_set = fusion_fit.fit(items, evidence, dictionary, groups=["chat"] * 20 + ["mozc"] * 6)
+    assert per_set["weights"] == fusion_fit.NO_MODEL_SAY
+    assert (per_set["fit_wins"], per_set["fit_losses"]) == (0, 0)
+
+
+def test_the_confidence_gate_lets_the_model_fix_where_it_is_sure_and_spares_the_rest():
+    """The model fixes rows where it is sure (NLL 0.01 per character) and breaks rows where it
+    guesses (0.5): only a gated weighting is never worse on either set, and the fit finds it."""
+    items, evidence, dictionary = [], [], []
+    for i in range(30):
+        sure = i < 20
+        gold = "model" if sure else "dict"
+        items.append(EvalItem("よみ", (gold,)))
+        evidence.append([ev("dict", 1000, 3.0), ev("model", 1200, 0.01 if sure else 0.5, "model")])
+        dictionary.append(["dict", "model"])
+    chosen = fusion_fit.fit(items, evidence, dictionary, groups=["chat"] * 20 + ["wac"] * 10)
+    assert chosen["significant"] and (chosen["fit_wins"], chosen["fit_losses"]) == (20, 0)
+    gate = chosen["weights"].confident_nll
+    assert gate is not None and 0.01 <= gate < 0.5
