@@ -103,7 +103,7 @@ class FusedConverter:
             return None
         stop = ctx.cancelled if ctx is not None else (lambda: False)
 
-        owner = ctx.session if ctx is not None else None
+        owner = ctx.input_context if ctx is not None else None
 
         def model_chunk(reading: str, context: str) -> str:
             return self._model_chunk(slot, reading, context, owner, stop)

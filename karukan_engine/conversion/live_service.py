@@ -161,7 +161,7 @@ class LiveService:
         return value
 
     def close_context(self, context: ContextId) -> None:
-        self.scheduler.close_session(context)
+        self.scheduler.close_context(context)
 
     def shutdown(self) -> None:
         if self._own_scheduler:

@@ -1,16 +1,16 @@
-"""Conversion work on worker threads, for many input contexts (sessions) at once.
+"""Conversion work on worker threads, for many input contexts at once.
 
 The key-handling path never waits for a model: it answers with the dictionary result and submits
 the model work here; the result comes back through a callback when it is ready.
 
 Rules:
-- Supersession: `begin_key(session)` starts a new generation for that session. Queued jobs of
+- Supersession: `begin_key(context)` starts a new generation for that context. Queued jobs of
   older generations are dropped, running ones are told to stop (JobContext.cancelled), and a result
   of an older generation is never delivered. The generation check and the delivery happen under
-  the session's lock, which `begin_key` also takes, so a result cannot slip out after a newer key
+  the context's lock, which `begin_key` also takes, so a result cannot slip out after a newer key
   has been announced.
 - Priorities: EXPLICIT (Space) before LIVE (live conversion) before SUGGESTION.
-- Fairness: among jobs of the same priority, the session served longest ago goes first.
+- Fairness: among jobs of the same priority, the context served longest ago goes first.
 - Deadlines: a job may carry a time budget; the work function reads `ctx.remaining()` to decide
   what fits (see deadline.py). A job whose deadline passed before it started is dropped when it
   was submitted with `expire_late=True`.
@@ -42,7 +42,7 @@ class Cancelled(Exception):
 
 @dataclass
 class JobContext:
-    session: Hashable
+    input_context: Hashable
     generation: int
     priority: Priority
     deadline: float | None      # time.monotonic() value, None = no deadline
@@ -72,7 +72,7 @@ class _Job:
 
 
 @dataclass
-class _SessionState:
+class _ContextState:
     generation: int = 0
     last_served: int = -1
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -95,7 +95,7 @@ class Scheduler:
         self._lock = threading.Condition()
         self._pending: list[_Job] = []
         self._running: list[_Job] = []
-        self._sessions: dict[Hashable, _SessionState] = {}
+        self._contexts: dict[Hashable, _ContextState] = {}
         self._order = itertools.count()
         self._served = itertools.count()
         self._closed = False
@@ -108,25 +108,25 @@ class Scheduler:
 
     # -- called from the key-handling path -------------------------------------------------
 
-    def begin_key(self, session: Hashable) -> int:
-        """A new key in `session`: supersede all of its earlier work. Returns the new generation."""
-        state = self._session(session)
+    def begin_key(self, context: Hashable) -> int:
+        """A new key in `context`: supersede all of its earlier work. Returns the new generation."""
+        state = self._context_state(context)
         with state.lock:
             with self._lock:
                 state.generation += 1
                 self._drop_stale_locked()
                 for job in self._running:
-                    if (job.ctx.session == session and job.ctx.supersedable
+                    if (job.ctx.input_context == context and job.ctx.supersedable
                             and job.ctx.generation < state.generation):
                         job.ctx._cancel.set()
                 return state.generation
 
-    def generation(self, session: Hashable) -> int:
-        return self._session(session).generation
+    def generation(self, context: Hashable) -> int:
+        return self._context_state(context).generation
 
     def submit(
         self,
-        session: Hashable,
+        context: Hashable,
         priority: Priority,
         work: Callable[[JobContext], Any],
         deliver: Callable[[Any], None],
@@ -135,19 +135,19 @@ class Scheduler:
         supersedable: bool = True,
         generation: int | None = None,
     ) -> JobContext:
-        """Queue `work(ctx)` for a generation of the session; `deliver(result)` if still current.
+        """Queue `work(ctx)` for a generation of the context; `deliver(result)` if still current.
 
         generation: the event the work belongs to (the value begin_key returned); None: the
         current one. Work of an older generation is dropped unrun.
         `work` returning None delivers nothing. `deliver` runs on a worker thread under the
-        session's lock: keep it short (post to the frontend's main loop).
+        context's lock: keep it short (post to the frontend's main loop).
         """
-        state = self._session(session)
+        state = self._context_state(context)
         with self._lock:
             if self._closed:
                 raise RuntimeError("scheduler is shut down")
             deadline = None if budget_s is None else time.monotonic() + budget_s
-            ctx = JobContext(session, state.generation if generation is None else generation,
+            ctx = JobContext(context, state.generation if generation is None else generation,
                              Priority(priority), deadline, supersedable)
             self._pending.append(_Job(ctx, work, deliver, expire_late, next(self._order)))
             self.stats.submitted += 1
@@ -158,11 +158,11 @@ class Scheduler:
     def closed(self) -> bool:
         return self._closed
 
-    def close_session(self, session: Hashable) -> None:
-        """Drop all work of a session that is going away."""
-        self.begin_key(session)
+    def close_context(self, context: Hashable) -> None:
+        """Drop all work of a context that is going away."""
+        self.begin_key(context)
         with self._lock:
-            self._sessions.pop(session, None)
+            self._contexts.pop(context, None)
 
     def shutdown(self, wait: bool = True) -> None:
         with self._lock:
@@ -190,11 +190,11 @@ class Scheduler:
 
     # -- workers ---------------------------------------------------------------------------
 
-    def _session(self, session: Hashable) -> _SessionState:
+    def _context_state(self, context: Hashable) -> _ContextState:
         with self._lock:
-            state = self._sessions.get(session)
+            state = self._contexts.get(context)
             if state is None:
-                state = self._sessions[session] = _SessionState()
+                state = self._contexts[context] = _ContextState()
             return state
 
     def _is_current(self, ctx: JobContext) -> bool:
@@ -202,7 +202,7 @@ class Scheduler:
             return False
         if not ctx.supersedable:
             return True
-        state = self._sessions.get(ctx.session)
+        state = self._contexts.get(ctx.input_context)
         return state is not None and state.generation == ctx.generation
 
     def _drop_stale_locked(self) -> None:
@@ -225,14 +225,14 @@ class Scheduler:
                 self._pending.remove(job)
                 self.stats.expired += 1
                 continue
-            state = self._sessions.get(job.ctx.session)
+            state = self._contexts.get(job.ctx.input_context)
             served = state.last_served if state else -1
             key = (int(job.ctx.priority), served, job.order)
             if best_key is None or key < best_key:
                 best, best_key = job, key
         if best is not None:
             self._pending.remove(best)
-            state = self._sessions.get(best.ctx.session)
+            state = self._contexts.get(best.ctx.input_context)
             if state is not None:
                 state.last_served = next(self._served)
         return best
@@ -273,7 +273,7 @@ class Scheduler:
             with self._lock:
                 self.stats.empty += 1
             return
-        state = self._sessions.get(job.ctx.session)
+        state = self._contexts.get(job.ctx.input_context)
         if state is None and job.ctx.supersedable:
             with self._lock:
                 self.stats.dropped_stale += 1
