@@ -94,7 +94,7 @@ class Recorder:
             self.changed += update.changed
             self.refined.append(now - self.sent[(session, key)])
             # Stale: a newer key's preedit is already on screen, or a newer key was announced.
-            if key < self.shown.get(session, -1) or update.generation != scheduler.generation(session):
+            if key < self.shown.get(session, -1) or update.epoch != scheduler.epoch(session):
                 self.stale += 1
 
 
@@ -116,8 +116,8 @@ def replay_session(service: LiveService, recorder: Recorder, session: int,
             t0 = time.perf_counter()
             with recorder.lock:
                 recorder.sent[(session, key_id)] = t0
-            generation = service.begin(session)   # the key's one supersession, as a Session does
-            text = service.key(session, generation, request,
+            epoch = service.begin(session)   # the key's one supersession, as a Session does
+            text = service.key(session, epoch, request,
                                partial(recorder.on_refined, service.scheduler, session, key_id))
             elapsed = time.perf_counter() - t0
             with recorder.lock:

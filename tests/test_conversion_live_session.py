@@ -54,7 +54,7 @@ def test_keys_get_the_quick_text_and_the_model_text_follows(fused):
             assert view.preedit_text.startswith(quick)       # pending romaji may follow
             assert service.scheduler.idle(60)
             refined = fused.live_refined(ConversionRequest(reading))
-            current = [u for u in delivered if u.generation == service.scheduler.generation(context)]
+            current = [u for u in delivered if u.epoch == service.scheduler.epoch(context)]
             if refined != quick:
                 assert [u.text for u in current] == [refined]
                 updated = session.apply_live_update(current[0])
@@ -78,8 +78,8 @@ def test_a_stale_model_text_is_never_applied(fused):
             for ch in word:
                 session.process_key(ord(ch))
                 assert service.scheduler.idle(60)   # let every key's model text arrive
-            current = service.scheduler.generation(context)
-            for old in [u for u in updates if u.generation != current]:
+            current = service.scheduler.epoch(context)
+            for old in [u for u in updates if u.epoch != current]:
                 assert session.apply_live_update(old) is None   # as if it had arrived late
                 checked += 1
     finally:

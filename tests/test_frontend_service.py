@@ -204,10 +204,10 @@ def test_a_live_update_from_a_worker_thread_reaches_the_owner_as_a_signal(bus_ad
             ctx.on_update = received.put_nowait
             assert (await type_keys(ctx, [ord("k"), ord("a")])).preedit_text == "か"
             host = service._contexts[ctx.id].host
-            generation = core.live.scheduler.generation(host.context_id)
-            for update in (LiveUpdate(host.context_id, generation - 1, "か", "古"),   # an older key's
-                           LiveUpdate(host.context_id + 1, generation, "か", "他"),   # another context's
-                           LiveUpdate(host.context_id, generation, "か", "蚊")):
+            epoch = core.live.scheduler.epoch(host.context_id)
+            for update in (LiveUpdate(host.context_id, epoch - 1, "か", "古"),   # an older key's
+                           LiveUpdate(host.context_id + 1, epoch, "か", "他"),   # another context's
+                           LiveUpdate(host.context_id, epoch, "か", "蚊")):
                 worker = threading.Thread(target=host.deliver, args=(update,))   # e.g. a model worker
                 worker.start()
                 worker.join()

@@ -64,7 +64,7 @@ def test_each_event_supersedes_exactly_once(live):
     session.set_surrounding_text("前", 1)
     assert scheduler.begun[7] == 3
     assert scheduler.idle(TIMEOUT_S)
-    (update,) = [u for u in delivered if u.generation == scheduler.generation(7)]
+    (update,) = [u for u in delivered if u.epoch == scheduler.epoch(7)]
     view = session.apply_live_update(update)
     assert view is not None and view.preedit_text == "[かい]"
     assert scheduler.begun[7] == 3, "applying an update is not an event"
@@ -78,12 +78,12 @@ def test_updates_are_immutable_values_addressed_to_a_context_and_generation(live
         session.process_key(ord(ch))
     assert scheduler.idle(TIMEOUT_S)
     (update,) = delivered
-    assert (update.context, update.generation, update.reading, update.text) == (1, scheduler.generation(1), "か", "[か]")
+    assert (update.context, update.epoch, update.reading, update.text) == (1, scheduler.epoch(1), "か", "[か]")
     with pytest.raises(dataclasses.FrozenInstanceError):
         update.text = "other"   # type: ignore[misc]
     # Stale: another context's, an older event's, a reading no longer composed.
     assert session.apply_live_update(dataclasses.replace(update, context=2)) is None
-    assert session.apply_live_update(dataclasses.replace(update, generation=update.generation - 1)) is None
+    assert session.apply_live_update(dataclasses.replace(update, epoch=update.epoch - 1)) is None
     assert session.apply_live_update(dataclasses.replace(update, reading="き")) is None
     assert session.view.preedit_text == "か"
     assert session.apply_live_update(update).preedit_text == "[か]"
@@ -112,7 +112,7 @@ def test_work_for_an_older_generation_is_dropped_unrun():
     try:
         old = scheduler.begin_key("c")
         scheduler.begin_key("c")
-        scheduler.submit("c", Priority.LIVE, lambda ctx: ran.set(), lambda r: None, generation=old)
+        scheduler.submit("c", Priority.LIVE, lambda ctx: ran.set(), lambda r: None, epoch=old)
         assert scheduler.idle(5), "dropping stale work must wake idle() waiters"
         assert not ran.is_set() and scheduler.stats.dropped_stale == 1
     finally:

@@ -1,10 +1,10 @@
 """Live conversion for many input contexts: the quick answer now, the model's answer later.
 
-The flow is one way. Each event of a context begins one new generation (`begin`: the only
+The flow is one way. Each event of a context begins one new epoch (`begin`: the only
 supersession, which drops the context's older work). `key()` answers that event with the
 dictionary text at once and, when a model is ready, queues the model's refinement on the
 scheduler. The scheduler hands the refined text, as an immutable LiveUpdate addressed to the
-context and the generation, to the context's `deliver` callback (never after a newer event has
+context and the epoch, to the context's `deliver` callback (never after a newer event has
 begun, see scheduler.py); the context host applies it to its session on the session's own
 executor and emits the view.
 """
@@ -30,7 +30,7 @@ class LiveUpdate:
     """A model refinement on its way from a scheduler worker to the context that asked for it."""
 
     context: ContextId
-    generation: int        # the event (begin) this text belongs to
+    epoch: int        # the event (begin) this text belongs to
     reading: str
     text: str
     changed: bool = True   # False: the model agreed with the quick text (only with deliver_unchanged)
@@ -103,12 +103,12 @@ class LiveService:
 
     def begin(self, context: ContextId) -> int:
         """A new event in `context`: its earlier work is superseded. Returns the event's
-        generation, which key() and the updates it causes carry."""
+        epoch, which key() and the updates it causes carry."""
         return self.scheduler.begin_key(context)
 
-    def key(self, context: ContextId, generation: int, request: ConversionRequest,
+    def key(self, context: ContextId, epoch: int, request: ConversionRequest,
             deliver: LiveDelivery) -> str:
-        """The live text to show now for the event `generation`; a better one may follow as a
+        """The live text to show now for the event `epoch`; a better one may follow as a
         LiveUpdate passed to `deliver` (on a scheduler worker)."""
         text = self.converter.live_quick(request)
         if request.reading and self.asynchronous:
@@ -119,10 +119,10 @@ class LiveService:
                 return refined
 
             def hand_over(refined: str) -> None:
-                deliver(LiveUpdate(context, generation, request.reading, refined, refined != text))
+                deliver(LiveUpdate(context, epoch, request.reading, refined, refined != text))
 
             self.scheduler.submit(context, Priority.LIVE, work, hand_over, budget_s=self.budget_s,
-                                  generation=generation)
+                                  epoch=epoch)
         return text
 
     def suggest(self, context: ContextId, request: ConversionRequest,
@@ -181,5 +181,5 @@ class LiveLink:
     def begin(self) -> int:
         return self.service.begin(self.context)
 
-    def key(self, generation: int, request: ConversionRequest) -> str:
-        return self.service.key(self.context, generation, request, self.deliver)
+    def key(self, epoch: int, request: ConversionRequest) -> str:
+        return self.service.key(self.context, epoch, request, self.deliver)

@@ -4,9 +4,9 @@ The key-handling path never waits for a model: it answers with the dictionary re
 the model work here; the result comes back through a callback when it is ready.
 
 Rules:
-- Supersession: `begin_key(context)` starts a new generation for that context. Queued jobs of
-  older generations are dropped, running ones are told to stop (JobContext.cancelled), and a result
-  of an older generation is never delivered. The generation check and the delivery happen under
+- Supersession: `begin_key(context)` starts a new epoch for that context. Queued jobs of
+  older epochs are dropped, running ones are told to stop (JobContext.cancelled), and a result
+  of an older epoch is never delivered. The epoch check and the delivery happen under
   the context's lock, which `begin_key` also takes, so a result cannot slip out after a newer key
   has been announced.
 - Priorities: EXPLICIT (Space) before LIVE (live conversion) before SUGGESTION.
@@ -43,7 +43,7 @@ class Cancelled(Exception):
 @dataclass
 class JobContext:
     input_context: Hashable
-    generation: int
+    epoch: int
     priority: Priority
     deadline: float | None      # time.monotonic() value, None = no deadline
     supersedable: bool = True   # False: a newer key neither drops nor cancels this job
@@ -73,7 +73,7 @@ class _Job:
 
 @dataclass
 class _ContextState:
-    generation: int = 0
+    epoch: int = 0
     last_served: int = -1
     lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -109,20 +109,20 @@ class Scheduler:
     # -- called from the key-handling path -------------------------------------------------
 
     def begin_key(self, context: Hashable) -> int:
-        """A new key in `context`: supersede all of its earlier work. Returns the new generation."""
+        """A new key in `context`: supersede all of its earlier work. Returns the new epoch."""
         state = self._context_state(context)
         with state.lock:
             with self._lock:
-                state.generation += 1
+                state.epoch += 1
                 self._drop_stale_locked()
                 for job in self._running:
                     if (job.ctx.input_context == context and job.ctx.supersedable
-                            and job.ctx.generation < state.generation):
+                            and job.ctx.epoch < state.epoch):
                         job.ctx._cancel.set()
-                return state.generation
+                return state.epoch
 
-    def generation(self, context: Hashable) -> int:
-        return self._context_state(context).generation
+    def epoch(self, context: Hashable) -> int:
+        return self._context_state(context).epoch
 
     def submit(
         self,
@@ -133,12 +133,12 @@ class Scheduler:
         budget_s: float | None = None,
         expire_late: bool = False,
         supersedable: bool = True,
-        generation: int | None = None,
+        epoch: int | None = None,
     ) -> JobContext:
-        """Queue `work(ctx)` for a generation of the context; `deliver(result)` if still current.
+        """Queue `work(ctx)` for a epoch of the context; `deliver(result)` if still current.
 
-        generation: the event the work belongs to (the value begin_key returned); None: the
-        current one. Work of an older generation is dropped unrun.
+        epoch: the event the work belongs to (the value begin_key returned); None: the
+        current one. Work of an older epoch is dropped unrun.
         `work` returning None delivers nothing. `deliver` runs on a worker thread under the
         context's lock: keep it short (post to the frontend's main loop).
         """
@@ -147,7 +147,7 @@ class Scheduler:
             if self._closed:
                 raise RuntimeError("scheduler is shut down")
             deadline = None if budget_s is None else time.monotonic() + budget_s
-            ctx = JobContext(context, state.generation if generation is None else generation,
+            ctx = JobContext(context, state.epoch if epoch is None else epoch,
                              Priority(priority), deadline, supersedable)
             self._pending.append(_Job(ctx, work, deliver, expire_late, next(self._order)))
             self.stats.submitted += 1
@@ -203,7 +203,7 @@ class Scheduler:
         if not ctx.supersedable:
             return True
         state = self._contexts.get(ctx.input_context)
-        return state is not None and state.generation == ctx.generation
+        return state is not None and state.epoch == ctx.epoch
 
     def _drop_stale_locked(self) -> None:
         keep = []

@@ -109,7 +109,7 @@ class Session:
         self._live_hidden = False             # back to the reading: kana until the next edit
         # Asynchronous live conversion (attach_live): the model's text arrives later.
         self._live_link: LiveLink | None = None
-        self._generation = 0                  # the live generation of the current event
+        self._epoch = 0                  # the live epoch of the current event
         self._left_context = ""
         self._right_context = ""
         self._password = False
@@ -196,7 +196,7 @@ class Session:
     def attach_live(self, link: LiveLink) -> None:
         """Refine live conversion off the key path (karukan_engine.conversion.live_service).
 
-        Each event begins one live generation through `link`, and a key is answered with the
+        Each event begins one live epoch through `link`, and a key is answered with the
         quick (dictionary) text. The model's text goes to the link's deliver callback (the
         context host), which passes it back in with `apply_live_update` on this session's thread.
         """
@@ -207,7 +207,7 @@ class Session:
         context, an older event, or a reading no longer composed. Not an event itself: it
         supersedes nothing."""
         link = self._live_link
-        if link is None or update.context != link.context or update.generation != self._generation:
+        if link is None or update.context != link.context or update.epoch != self._epoch:
             return None
         settled = "".join(u.text for u in self._composer.units)
         if self._state is not State.COMPOSITION or reading_of(settled) != update.reading:
@@ -429,7 +429,7 @@ class Session:
         request = self._request(reading_of(settled))
         try:
             if self._live_link is not None:
-                self._live_text = self._live_link.key(self._generation, request) or None
+                self._live_text = self._live_link.key(self._epoch, request) or None
             else:
                 self._live_text = self.converter.live(request) or None
         except Exception as exc:  # a failing converter must not take the keyboard down
@@ -619,7 +619,7 @@ class Session:
         self._clear_event_output()
         if self._live_link is not None:
             # The event's one supersession: a pending model result would now be stale.
-            self._generation = self._live_link.begin()
+            self._epoch = self._live_link.begin()
 
     def _clear_event_output(self) -> None:
         self._commit = ""
