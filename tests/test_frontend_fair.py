@@ -271,25 +271,30 @@ class _RecordingBus:
         self.sent.append(msg)
 
 
-def test_a_call_behind_a_flood_is_started_in_the_next_turn():
-    async def body() -> list[str]:
+def _reply_order(messages: list[Message]) -> list[Message]:
+    """Hand the service every message in one go (as one read from the bus delivers them); the
+    messages in the order their replies went out."""
+    async def body() -> list[Message]:
         bus = _RecordingBus()
         core = EngineCore(PlainConverter())
         service = EngineService(bus, core)
-        serials = {}
-        # 200 calls from one client reach the service in one read, then one call from another.
-        for n in range(1, 202):
-            sender = ":1.flood" if n <= 200 else ":1.quiet"
-            msg = Message(destination=wire.BUS_NAME, path=wire.OBJECT_PATH, interface=wire.INTERFACE,
-                          member="GetInfo", serial=n, sender=sender)
-            serials[n] = sender
+        for msg in messages:
             assert service.handle_message(msg) is True
-        await _until(lambda: len(bus.sent) == 201)
+        await _until(lambda: len(bus.sent) == len(messages))
         service.close()
         core.close()
-        return [serials[reply.reply_serial] for reply in bus.sent]
+        by_serial = {msg.serial: msg for msg in messages}
+        return [by_serial[reply.reply_serial] for reply in bus.sent]
 
-    order = asyncio.run(body())
+    return asyncio.run(body())
+
+
+def test_a_call_behind_a_flood_is_started_in_the_next_turn():
+    # 200 calls from one client reach the service in one read, then one call from another.
+    messages = [Message(destination=wire.BUS_NAME, path=wire.OBJECT_PATH, interface=wire.INTERFACE,
+                        member="GetInfo", serial=n, sender=":1.flood" if n <= 200 else ":1.quiet")
+                for n in range(1, 202)]
+    order = [msg.sender for msg in _reply_order(messages)]
     # Answered in turns: the quiet client's call right after the flood's first, not 201st.
     assert order.index(":1.quiet") == 1 and order.count(":1.flood") == 200
 
@@ -297,21 +302,10 @@ def test_a_call_behind_a_flood_is_started_in_the_next_turn():
 def test_inside_one_client_a_context_behind_another_contexts_flood_gets_the_next_turn():
     """fcitx5 is one client for every application: one application's flood must not hold
     back another's key."""
-    async def body() -> list[int]:
-        bus = _RecordingBus()
-        core = EngineCore(PlainConverter())
-        service = EngineService(bus, core)
-        contexts = {}
-        for n in range(1, 202):
-            ctx_id = 7 if n <= 200 else 8   # no such contexts: each call is answered with an error
-            contexts[n] = ctx_id
-            msg = Message(destination=wire.BUS_NAME, path=wire.OBJECT_PATH, interface=wire.INTERFACE,
-                          member="GetView", signature="u", body=[ctx_id], serial=n, sender=":1.fcitx5")
-            assert service.handle_message(msg) is True
-        await _until(lambda: len(bus.sent) == 201)
-        service.close()
-        core.close()
-        return [contexts[reply.reply_serial] for reply in bus.sent]
-
-    order = asyncio.run(body())
+    # No such contexts: each call is answered with an error, in the order the calls are run.
+    messages = [Message(destination=wire.BUS_NAME, path=wire.OBJECT_PATH, interface=wire.INTERFACE,
+                        member="GetView", signature="u", body=[7 if n <= 200 else 8], serial=n,
+                        sender=":1.fcitx5")
+                for n in range(1, 202)]
+    order = [msg.body[0] for msg in _reply_order(messages)]
     assert order.index(8) == 1 and order.count(7) == 200
