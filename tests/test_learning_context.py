@@ -245,13 +245,17 @@ def test_unusable_contexts_set_the_file_aside(tmp_path, contexts):
 
 def test_a_bad_context_entry_is_skipped_and_the_original_kept(tmp_path):
     path = tmp_path / "learning.json"
-    raw = json.dumps({"format": 1, "tick": 2, "entries": [["よみ", "読み", 1, 1]],
-                      "contexts": [["議の", "しりょう", "試料", 1, 2], ["議の", "しりょう", "試料", 1.5, 2],
+    raw = json.dumps({"format": 1, "tick": 2, "entries": [["よみ", "読み", 1, 1], ["しりょう", "試料", 1, 2]],
+                      "contexts": [["議の", "しりょう", "試料", 1, 2],
+                                   ["物の", "しりょう", "試料", 1.5, 2],      # a known pair, bad count
+                                   ["物の", "しりょう", "飼料", 0, 2],        # an unknown pair, bad count
+                                   ["物の", ["しりょう"], "試料", 1, 1], ["物の", "し\x1b", "試料", 1, 1],
                                    ["", "しりょう", "資料", 1, 1], ["\x1b", "しりょう", "資料", 1, 1], "junk"]},
                      ensure_ascii=False)
     path.write_text(raw, encoding="utf-8")
     store = LearningStore(path, save_delay=None)
     assert store.context_entries == 1 and store.chosen_after("しりょう", "会議の") == "試料"
+    assert store.chosen_after("しりょう", "動物の") is None
     copies = [p for p in tmp_path.iterdir() if p != path]
     assert len(copies) == 1 and copies[0].read_text(encoding="utf-8") == raw
 
