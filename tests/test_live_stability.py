@@ -153,7 +153,8 @@ KANJI = [chr(0x4E00 + i) for i in range(200)]
 
 
 class ScriptedAligner:
-    """Aligns only the texts it wrote: each word is either its reading or one kanji."""
+    """Aligns only the texts it wrote (and their tails from a word boundary): each word is either
+    its reading or one kanji."""
 
     def __init__(self) -> None:
         self.known: dict[tuple[str, str], tuple[AlignedWord, ...]] = {}
@@ -170,9 +171,11 @@ class ScriptedAligner:
                 if self.kanji_reading[char] != part:
                     spell = False
             words.append(AlignedWord(part, char if spell else part, 0, 0))
-        text = "".join(w.surface for w in words)
-        self.known[(reading, text)] = tuple(words)
-        return text
+        for k in range(len(words)):   # every tail from a word boundary aligns too
+            rest = words[k:]
+            self.known.setdefault(("".join(w.reading for w in rest), "".join(w.surface for w in rest)),
+                                  tuple(rest))
+        return "".join(w.surface for w in words)
 
     def align(self, reading: str, surface: str) -> Alignment | None:
         words = self.known.get((reading, surface))

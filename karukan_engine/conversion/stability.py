@@ -46,11 +46,15 @@ class WordAligner(Protocol):
     def align(self, reading: str, surface: str) -> Alignment | None: ...
 
 
+Words = list[tuple[str, str]]   # (reading, surface) of each dictionary word, in order
+
+
 @dataclass(frozen=True)
 class Shown:
     reading: str
     text: str        # what the converter chose for `reading`
     displayed: str   # what the preedit showed (its tail may be kana)
+    words: tuple[tuple[str, str], ...] = ()   # `text` as words, when it aligned
 
 
 def is_converted(text: str) -> bool:
@@ -123,10 +127,24 @@ class LiveStabilizer:
         if words and tail_unfinished(words[-1]) and not chosen_before(reading, proposal, words[-1][0],
                                                                          self.learned):
             displayed = kana_tail(words)
-        self.shown = Shown(reading, proposal, displayed)
+        self.shown = Shown(reading, proposal, displayed, tuple(words or ()))
         return displayed
 
-    def _words(self, reading: str, text: str) -> list[tuple[str, str]] | None:
+    def _words(self, reading: str, text: str) -> Words | None:
+        """`text` as dictionary words of `reading`. When it keeps the words shown before but the
+        last, only the rest is aligned (a key then costs a short alignment, not a whole one)."""
+        shown = self.shown
+        if shown is not None and len(shown.words) > 1:
+            settled_reading = "".join(r for r, _ in shown.words[:-1])
+            settled = "".join(w for _, w in shown.words[:-1])
+            if (len(reading) > len(settled_reading) and reading.startswith(settled_reading)
+                    and len(text) > len(settled) and text.startswith(settled)):
+                rest = self._align(reading[len(settled_reading):], text[len(settled):])
+                if rest is not None:
+                    return list(shown.words[:-1]) + rest
+        return self._align(reading, text)
+
+    def _align(self, reading: str, text: str) -> Words | None:
         alignment = self.aligner.align(reading, text)
         return None if alignment is None else [(w.reading, w.surface) for w in alignment.words]
 
