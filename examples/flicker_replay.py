@@ -9,7 +9,9 @@ without the romaji keys still pending) is recorded and measured against the comm
   flickers/sent   shown strings whose converted head is not a prefix of the committed text
   strict/sent     shown strings that are not a prefix of it (kana tails count too)
   rewritten/sent  characters of settled text left of the caret that the next string changed
+  flick%          sentences with at least one flicker
   exact, NFKC     the committed text against the gold surface (accuracy must not drop)
+  key p50/p95     ms per typing key in process_key (with --model: the quick answer only)
 
 Sentences: a seeded sample of the bundled dev sets (Mozc's evaluation.tsv and the Anthy corpus),
 split in two halves by the seed: `--split tune` and `--split test` never share a row.
@@ -66,6 +68,11 @@ def pick(name: str, count: int, seed: int, split: str, table: RomajiTable) -> li
     return chosen
 
 
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values) or [0.0]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
 def shown_now(session: Session, preedit: str) -> tuple[str, str]:
     """(the live string without pending romaji, the settled reading) of the session now."""
     composer = session._composer   # read only: the replay needs what is pending
@@ -85,6 +92,7 @@ class Typist:
         self.session = Session(converter)
         self.service = None
         self.updates = []
+        self.key_ms: list[float] = []   # process_key wall time of every typing key
         if use_live_service:
             from karukan_engine.conversion.live_service import LiveLink, LiveService
 
@@ -96,7 +104,9 @@ class Typist:
         steps: list[Step] = []
         applied = 0
         for _, keysym, mods in parse_keys(keys):
+            started = time.perf_counter()
             view = self.session.process_key(keysym, mods)
+            self.key_ms.append((time.perf_counter() - started) * 1000)
             steps.append(Step(*shown_now(self.session, preedit_of(view))))
             if self.service is not None:
                 self.service.scheduler.idle()
@@ -176,12 +186,15 @@ def main() -> int:
                                  "flickers": result.flickers, "strict": result.strict,
                                  "rewritten": result.rewritten_chars, "flicker_strings": result.flicker_strings})
         typist.close()
+        totals["key_p50_ms"] = round(percentile(typist.key_ms, 0.50), 3)
+        totals["key_p95_ms"] = round(percentile(typist.key_ms, 0.95), 3)
         rows.append(totals)
     elapsed = time.perf_counter() - started
 
     stabilized = not args.no_stabilize and hasattr(Session(converter), "_stabilizer")
     print(f"pipeline: {label}; stabilized: {stabilized}; split {args.split}, seed {args.seed}")
-    header = f"{'set':<7}{'sent':>6}{'flick/s':>9}{'strict/s':>10}{'rewr/s':>8}{'flick%':>8}{'exact':>8}{'NFKC':>8}"
+    header = (f"{'set':<7}{'sent':>6}{'flick/s':>9}{'strict/s':>10}{'rewr/s':>8}{'flick%':>8}{'exact':>8}{'NFKC':>8}"
+              f"{'key p50':>9}{'key p95':>9}")
     print(header)
     for r in rows:
         n = max(1, r["sentences"])
@@ -191,7 +204,7 @@ def main() -> int:
                  exact_pct=round(100 * r["exact"] / n, 1), nfkc_pct=round(100 * r["nfkc"] / n, 1))
         print(f"{r['set']:<7}{r['sentences']:>6}{r['flickers_per_sentence']:>9.3f}{r['strict_per_sentence']:>10.3f}"
               f"{r['rewritten_per_sentence']:>8.2f}{r['sentences_flickering']:>8.1f}{r['exact_pct']:>8.1f}"
-              f"{r['nfkc_pct']:>8.1f}")
+              f"{r['nfkc_pct']:>8.1f}{r['key_p50_ms']:>9.2f}{r['key_p95_ms']:>9.2f}")
     if args.model:
         print("model updates applied:", sum(r["updates"] for r in rows))
     print(f"{elapsed:.0f} s, load average {os.getloadavg()[0]:.2f}")
