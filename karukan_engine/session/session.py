@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable
 
 from karukan_engine.config import Config
 from karukan_engine.conversion.plain import PlainConverter
+from karukan_engine.conversion.stability import stabilizer_for
 from karukan_engine.core.types import Converter, ConversionRequest, Segment, Source, check_segments
 from karukan_engine.kana import to_fullwidth_katakana, to_hiragana
 from karukan_engine.romaji.composer import Composer, ComposerSettings, Script
@@ -107,6 +108,7 @@ class Session:
         self._live_enabled = self.config.session.live_conversion
         self._live_text: str | None = None
         self._live_hidden = False             # back to the reading: kana until the next edit
+        self._stabilizer = stabilizer_for(self.converter)   # no flicker while typing
         # Asynchronous live conversion (attach_live): the model's text arrives later.
         self._live_link: LiveLink | None = None
         self._epoch = 0                  # the live epoch of the current event
@@ -213,7 +215,7 @@ class Session:
         if self._state is not State.COMPOSITION or reading_of(settled) != update.reading:
             return None
         self._clear_event_output()
-        self._live_text = update.text
+        self._live_text = self._stabilizer.choose(update.reading, update.text, bool(self._composer.pending))
         return self._finish(True)
 
     def set_field_privacy(self, field: FieldPrivacy) -> View | None:
@@ -419,8 +421,9 @@ class Session:
 
     # ---------------------------------------------------------------- live conversion
 
-    def _refresh_live(self) -> None:
-        """Recompute the live conversion of the settled text (all live text goes through here)."""
+    def _refresh_live(self, finished: bool = False) -> None:
+        """Recompute the live conversion of the settled text (all live text goes through here).
+        finished: the composition is being committed (its unfinished tail converts too)."""
         self._live_text = None
         # Hiragana typing only: in the katakana modes the preedit keeps the script the user chose.
         if (not self._live_enabled or self._state is not State.COMPOSITION or self._typing_latin()
@@ -432,9 +435,11 @@ class Session:
         request = self._request(reading_of(settled))
         try:
             if self._live_link is not None:
-                self._live_text = self._live_link.key(self._epoch, request) or None
+                text = self._live_link.key(self._epoch, request)
             else:
-                self._live_text = self.converter.live(request) or None
+                text = self.converter.live(request)
+            self._live_text = self._stabilizer.choose(request.reading, text or "",
+                                                      bool(self._composer.pending), finished) or None
         except Exception as exc:  # a failing converter must not take the keyboard down
             log.warning("live conversion failed: %s", type(exc).__name__)
 
@@ -534,7 +539,7 @@ class Session:
         text = self._composer.text()
         pairs: tuple[tuple[str, str], ...] = ()
         if self._live_shown():
-            self._refresh_live()   # the pending keys just settled: convert the whole reading
+            self._refresh_live(finished=True)   # the pending keys just settled: convert the whole reading
             if self._live_text is not None:
                 pairs = ((reading_of(text), self._live_text),) if learn else ()
                 text = self._live_text
@@ -592,6 +597,7 @@ class Session:
         self._conversion = None
         self._live_text = None
         self._live_hidden = False
+        self._stabilizer.reset()
         if self._state is not State.DIRECT:
             self._state = State.PRECOMPOSITION
         self._temporary_alphanumeric = False
