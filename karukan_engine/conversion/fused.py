@@ -35,6 +35,8 @@ from karukan_engine.conversion.suggest import suggestions
 from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment, Source
 from karukan_engine.conversion.verify import verify_draft
+from karukan_engine.kana import to_katakana
+from karukan_engine.lattice.candidate_filter import HIRAGANA_BY, KATAKANA_BY, bring_forward
 from karukan_engine.neural.errors import NeuralError
 
 if TYPE_CHECKING:
@@ -322,12 +324,12 @@ class FusedConverter:
         fixed = tuple(len(r) for r, _ in spans)
         base_segments = self.base.convert(
             ConversionRequest(reading, request.left_context, fixed, request.learn))
-        if [s.reading for s in base_segments] != [r for r, _ in spans]:
+        listed = [s.reading for s in base_segments] == [r for r, _ in spans]
+        if not listed:
             base_segments = [Segment(r, (Candidate(s, source=best.source),)) for r, s in spans]
-        return [
-            Segment(r, tuple(unique_surfaces([Candidate(s, best.annotation, best.source), *alts, *seg.candidates])))
-            for (r, s), alts, seg in zip(spans, alternatives, base_segments)
-        ]
+        return [Segment(r, segment_list(r, Candidate(s, best.annotation, best.source), alts,
+                                        seg.candidates if listed else None))
+                for (r, s), alts, seg in zip(spans, alternatives, base_segments)]
 
     # --- suggestions --------------------------------------------------------------------------
 
@@ -429,3 +431,21 @@ def _load_default():
     from karukan_engine.neural.registry import load_model_by_id_or_path
 
     return LoadHandle(lambda: load_model_by_id_or_path(None))
+
+
+def segment_list(reading: str, best: Candidate, others: Sequence[Candidate],
+                 listed: Sequence[Candidate] | None) -> tuple[Candidate, ...]:
+    """One segment's candidates: the best, the spans of the other whole-reading candidates that
+    come from the model or the user, then the dictionary's own list for the span (`listed`,
+    already filtered and ordered by shape and cost: lattice/candidate_filter.py). Spans of other
+    dictionary paths count only where the dictionary has no list for this span (None): its list
+    left them out on purpose. The kana forms stay on the first page."""
+    own = [c for c in others if c.source != Source.DICTIONARY]
+    if listed is None:
+        merged = unique_surfaces([best], own, [c for c in others if c.source == Source.DICTIONARY])
+    else:
+        merged = unique_surfaces([best], own, listed)
+    for form, place in ((reading, HIRAGANA_BY), (to_katakana(reading), KATAKANA_BY)):
+        shown = next((c for c in merged if c.surface == form), None)
+        merged = bring_forward(merged, shown, place)
+    return tuple(merged)

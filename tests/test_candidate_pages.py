@@ -1,0 +1,196 @@
+"""The first candidate page, typed as key sequences (reading, Space) through a Session over the
+bundled dictionary: real words and known phrases before one-kanji guesses, word salad after the
+kana forms, the hiragana and katakana forms always on the page, the last learned choice first.
+Plus properties of the pure ordering (lattice/candidate_filter.py) and the page comparison
+script (examples/candidate_pages_eval.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from karukan_engine.config import Config
+from karukan_engine.dictionary.learning import LearningStore
+from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
+from karukan_engine.kana import to_katakana
+from karukan_engine.lattice.candidate_filter import (
+    GUESS_OFFSET,
+    Shape,
+    Spelling,
+    bring_forward,
+    order_spellings,
+    shape_of,
+)
+from karukan_engine.lattice.converter import LatticeConverter
+from karukan_engine.session import Session, State
+from karukan_engine.session.keys_cli import parse_keys
+
+ROOT = Path(__file__).resolve().parents[1]
+needs_dictionary = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
+
+
+@pytest.fixture(scope="module")
+def system():
+    return SystemDictionary()
+
+
+def press(s: Session, keys: str) -> None:
+    for _, keysym, modifiers in parse_keys(keys):
+        s.process_key(keysym, modifiers)
+
+
+def first_page(s: Session, romaji: str) -> list[str]:
+    """Type romaji, press Space, read the candidate window; cancel after."""
+    press(s, romaji + "<space>")
+    assert s.state is State.CONVERSION
+    page = [item.text for item in s.view.candidates.items]
+    press(s, "<Escape><Escape>")
+    return page
+
+
+def fresh_session(system, learning: bool = False) -> Session:
+    store = (LearningStore(Path(tempfile.mkdtemp(prefix="karukan-learn-")) / "learning.json", save_delay=None)
+             if learning else None)
+    return Session(LatticeConverter(system, None, store), Config())
+
+
+READINGS = {"kyouha": "きょうは", "kaigino": "かいぎの", "watashiha": "わたしは", "hitoga": "ひとが",
+            "kyoumo": "きょうも", "amedesu": "あめです"}
+
+
+@needs_dictionary
+@pytest.mark.parametrize("romaji", sorted(READINGS))
+def test_the_hiragana_and_katakana_forms_are_on_the_first_page(system, romaji):
+    page = first_page(fresh_session(system), romaji)
+    assert len(page) <= 9
+    assert READINGS[romaji] in page and to_katakana(READINGS[romaji]) in page
+
+
+@needs_dictionary
+def test_a_real_word_comes_before_one_kanji_guesses(system):
+    """きょうは: the word 教派 before 教は, 強は, 凶は (a single kanji + は, each over a hundred
+    times less likely than 今日は); 今日は and きょうは keep their places."""
+    page = first_page(fresh_session(system), "kyouha")
+    assert page[:2] == ["今日は", "きょうは"]
+    guesses = [page.index(s) for s in ("教は", "強は") if s in page]
+    assert guesses and page.index("教派") < min(guesses)
+
+
+@needs_dictionary
+def test_word_salad_comes_after_the_words_and_the_kana_forms(system):
+    """かいぎの: 回技の and 階技の (two content words glued) after 会議の, 懐疑の, かいぎの, カイギノ."""
+    page = first_page(fresh_session(system), "kaigino")
+    assert page[:2] == ["会議の", "懐疑の"]
+    kana = max(page.index("かいぎの"), page.index("カイギノ"))
+    salad = [page.index(s) for s in ("回技の", "階技の") if s in page]
+    assert salad and kana < min(salad)
+
+
+@needs_dictionary
+def test_the_last_learned_choice_still_leads_the_page(system):
+    s = fresh_session(system, learning=True)
+    press(s, "kyouha<space>")
+    for _ in range(20):
+        if s.view.preedit_text == "強は":
+            break
+        press(s, "<Down>")
+    assert s.view.preedit_text == "強は"
+    press(s, "<Return>")
+    page = first_page(s, "kyouha")
+    assert page[0] == "強は" and "今日は" in page
+
+
+# -- the pure ordering ---------------------------------------------------------------------------
+
+costs = st.integers(0, 30000)
+spellings = st.builds(Spelling, surface=st.text("あいう亜伊宇", min_size=1, max_size=4), cost=costs,
+                      structure=costs, words=st.integers(1, 4), personal=st.booleans(),
+                      content_words=st.integers(1, 3), lone_kanji=st.booleans())
+
+
+def cheapest_first(items: list[Spelling]) -> list[Spelling]:
+    return sorted(items, key=lambda s: s.cost)
+
+
+@given(st.lists(spellings, min_size=1, max_size=12))
+def test_ordering_keeps_every_spelling_and_the_top_first(items):
+    items = cheapest_first(items)
+    ordered = order_spellings(items)
+    assert ordered[0] is items[0]
+    assert sorted(map(id, ordered)) == sorted(map(id, items))
+
+
+@given(st.lists(spellings, min_size=1, max_size=12))
+def test_ordering_is_by_shape_then_cost_and_stable(items):
+    items = cheapest_first(items)
+    ordered = order_spellings(items)
+    shapes = [shape_of(s, items[0].cost) for s in ordered[1:]]
+    assert shapes == sorted(shapes)
+    for shape in Shape:
+        same = [s for s in ordered[1:] if shape_of(s, items[0].cost) == shape]
+        assert same == [s for s in items[1:] if shape_of(s, items[0].cost) == shape]   # input order kept
+
+
+@given(spellings, costs)
+def test_personal_words_and_near_spellings_are_never_guesses(spelling, top_cost):
+    shape = shape_of(spelling, top_cost)
+    if spelling.personal:
+        assert shape is Shape.WORD
+    if spelling.content_words == 1 and spelling.cost <= top_cost + GUESS_OFFSET:
+        assert shape is Shape.WORD
+    if not spelling.personal and spelling.content_words > 1:
+        assert shape is Shape.COMPOSED
+    if spelling.content_words == 1:
+        assert shape_of(replace(spelling, lone_kanji=False), top_cost) is Shape.WORD
+
+
+@given(st.lists(st.integers(0, 30), unique=True, max_size=15), st.integers(0, 30), st.integers(1, 12))
+def test_bringing_forward_puts_the_item_by_its_place_and_moves_nothing_else_out_of_order(items, item, place):
+    moved = bring_forward(items, item, place)
+    assert sorted(moved) == sorted(items)
+    if item in items:
+        assert moved.index(item) <= max(place - 1, 0) or moved == items
+        assert moved.index(item) <= items.index(item)
+    rest = [x for x in moved if x != item]
+    assert rest == [x for x in items if x != item]
+
+
+# -- the comparison script ------------------------------------------------------------------------
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("candidate_pages_eval", ROOT / "examples" / "candidate_pages_eval.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+@needs_dictionary
+def test_the_page_classes_are_mechanical(system):
+    classes = load_script().EntryClasses(system)
+    assert classes.classify("きょうは", "きょうは") == "kana"
+    assert classes.classify("きょうは", "キョウハ") == "kana"
+    assert classes.classify("きょうは", "ｷｮｳﾊ") == "form"
+    assert classes.classify("きょうは", "教派") == "word"
+    assert classes.classify("きょうは", "今日は") == "phrase"
+    assert classes.classify("きょうは", "教は") == "guess"
+    assert classes.classify("かいぎの", "回技の") == "junk"
+    assert classes.classify("かいぎの", "鮨の") == "junk"
+
+
+@needs_dictionary
+def test_the_comparison_scores_a_recorded_fixture(system):
+    script = load_script()
+    items = [{"reading": "きょうは", "kind": "segment", "count": 2, "gold": "今日は"}]
+    mozc = {"きょうは": {"segments": ["きょうは"], "top": "今日は", "page": ["今日は", "きょうは", "教は", "教派"]}}
+    result = script.measure(items, mozc, {}, script.EntryClasses(system))
+    assert result["pages"] == 1 and result["gold_first"] == 1.0 and result["gold_on_page"] == 1.0
+    assert result["guesses_per_page"] == 1 and result["guess_before_word"] == 1.0
+    assert result["hiragana"]["places"] == {2: 1} and result["katakana"]["on_page"] == 0
+    fixture = script.FIXTURE.read_text(encoding="utf-8")
+    assert '"mozc_version": "2.28' in fixture
