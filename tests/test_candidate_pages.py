@@ -194,3 +194,38 @@ def test_the_comparison_scores_a_recorded_fixture(system):
     assert result["hiragana"]["places"] == {2: 1} and result["katakana"]["on_page"] == 0
     fixture = script.FIXTURE.read_text(encoding="utf-8")
     assert '"mozc_version": "2.28' in fixture
+
+
+# -- the fused pipeline's list for a segment ------------------------------------------------------
+
+def test_the_fused_list_keeps_the_dictionarys_order_and_takes_in_what_its_page_lacks():
+    from karukan_engine.conversion.fused import segment_list
+    from karukan_engine.core.types import Candidate, Source
+
+    def c(surface, source=Source.DICTIONARY):
+        return Candidate(surface, "", source)
+
+    listed = [c(s) for s in ("今日は", "きょうは", "教派", "キョウは", "教は", "強は", "凶は", "経は", "キョウハ", "境")]
+    others = [c("きょうは"), c("教は"), c("強は"), c("境"), c("凶派", Source.MODEL)]
+    got = [x.surface for x in segment_list("きょうは", c("今日は"), others, listed, {"教派", "境"})]
+    # the model's span and 境 (a word the list's first page lacks) in the whole-reading order, then
+    # the list in its own order (教は and 強は do not jump ahead of 教派)
+    assert got[:4] == ["今日は", "境", "凶派", "きょうは"]
+    assert got.index("教派") < got.index("教は") < got.index("強は")
+    assert "キョウハ" in got[:9]
+
+
+@given(st.lists(st.sampled_from(["雨", "天", "飴", "あめ", "アメ", "亜目", "編め", "在目"]), unique=True, max_size=8),
+       st.lists(st.sampled_from(["雨", "天", "飴", "あめ", "アメ", "亜目", "編め", "在目"]), unique=True, max_size=5))
+def test_the_fused_list_keeps_the_best_first_and_loses_nothing(listed, others):
+    from karukan_engine.conversion.fused import segment_list
+    from karukan_engine.core.types import Candidate
+
+    best = Candidate("雨")
+    got = [x.surface for x in segment_list("あめ", best, [Candidate(s) for s in others],
+                                           [Candidate(s) for s in listed], {"天", "飴"})]
+    assert got[0] == "雨" and len(got) == len(set(got))
+    assert set(got) == {"雨", *listed, *others}
+    for form, place in (("あめ", 8), ("アメ", 9)):
+        if form in got:
+            assert got.index(form) < place

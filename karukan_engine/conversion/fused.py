@@ -327,8 +327,10 @@ class FusedConverter:
         listed = [s.reading for s in base_segments] == [r for r, _ in spans]
         if not listed:
             base_segments = [Segment(r, (Candidate(s, source=best.source),)) for r, s in spans]
+        dictionary = self.base.dictionary
         return [Segment(r, segment_list(r, Candidate(s, best.annotation, best.source), alts,
-                                        seg.candidates if listed else None))
+                                        seg.candidates if listed else None,
+                                        {e.surface for e in dictionary.lookup(r)} if dictionary else set()))
                 for (r, s), alts, seg in zip(spans, alternatives, base_segments)]
 
     # --- suggestions --------------------------------------------------------------------------
@@ -434,17 +436,17 @@ def _load_default():
 
 
 def segment_list(reading: str, best: Candidate, others: Sequence[Candidate],
-                 listed: Sequence[Candidate] | None) -> tuple[Candidate, ...]:
-    """One segment's candidates: the best, the spans of the other whole-reading candidates that
-    come from the model or the user, then the dictionary's own list for the span (`listed`,
-    already filtered and ordered by shape and cost: lattice/candidate_filter.py). Spans of other
-    dictionary paths count only where the dictionary has no list for this span (None): its list
-    left them out on purpose. The kana forms stay on the first page."""
-    own = [c for c in others if c.source != Source.DICTIONARY]
-    if listed is None:
-        merged = unique_surfaces([best], own, [c for c in others if c.source == Source.DICTIONARY])
-    else:
-        merged = unique_surfaces([best], own, listed)
+                 listed: Sequence[Candidate] | None, words: set[str]) -> tuple[Candidate, ...]:
+    """One segment's candidates: the best; the spans of the other whole-reading candidates that
+    come from the model or the user, or that are one dictionary word for the span which the list
+    does not show on its first page (`words`: the segment's own search may have priced it out,
+    e.g. a prefix at its end); then the dictionary's list for the span (`listed`, filtered and
+    ordered by shape and cost: lattice/candidate_filter.py); then the other paths' spans, which
+    the list ranks lower or filtered out (None: the dictionary has no list for this span). The
+    kana forms stay on the first page."""
+    known = {c.surface for c in (listed or ())[:KATAKANA_BY]}   # on the list's first page
+    ahead = [c for c in others if c.source != Source.DICTIONARY or (c.surface in words and c.surface not in known)]
+    merged = unique_surfaces([best], ahead, listed or (), others)
     for form, place in ((reading, HIRAGANA_BY), (to_katakana(reading), KATAKANA_BY)):
         shown = next((c for c in merged if c.surface == form), None)
         merged = bring_forward(merged, shown, place)
