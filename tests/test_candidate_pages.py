@@ -229,3 +229,17 @@ def test_the_fused_list_keeps_the_best_first_and_loses_nothing(listed, others):
     for form, place in (("あめ", 8), ("アメ", 9)):
         if form in got:
             assert got.index(form) < place
+
+
+# -- reading Mozc's helper output (tools/mozc_pages.py; no Mozc needed) ----------------------------
+
+def test_mozc_helper_output_is_read_into_segments_and_the_first_page():
+    from tools.mozc_pages import parse_sexp, preedit_segments, window_page
+
+    line = ('((emacs-event-id . 8)(emacs-session-id . 1)(output . ((mode . hiragana)(preedit . ((cursor . 4)'
+            '(segment ((annotation . highlight)(value . "今日は")(key . "きょうは")))))(candidates . ((focused-index . 1)'
+            '(size . 11)(candidate ' + "".join(f'((index . {i})(value . "候補{i}\\"")(id . {i}))' for i in range(11))
+            + ')(page-size . 9))))))')
+    output = [item for item in parse_sexp(line) if item[0] == "output"][0][2]
+    assert preedit_segments(output) == [("きょうは", "今日は")]
+    assert window_page(output) == [f'候補{i}"' for i in range(9)]
