@@ -243,3 +243,29 @@ def test_mozc_helper_output_is_read_into_segments_and_the_first_page():
     output = [item for item in parse_sexp(line) if item[0] == "output"][0][2]
     assert preedit_segments(output) == [("きょうは", "今日は")]
     assert window_page(output) == [f'候補{i}"' for i in range(9)]
+
+
+@needs_dictionary
+def test_the_fused_pipeline_shows_the_same_clean_page(system, tmp_path):
+    """Space through the fused pipeline (a tiny real model loaded, weighted as the bundled one:
+    no say): the other whole-reading paths' spans (教は, 強は) no longer come before the word
+    教派, and the kana forms show."""
+    pytest.importorskip("llama_cpp")
+    from karukan_engine.conversion.fused import FusedConverter
+    from karukan_engine.conversion.model_slot import ModelSlot
+    from karukan_engine.conversion.settings import FITTED_WEIGHTS, ConversionSettings
+    from karukan_engine.neural.model import load_model
+    from karukan_testing.tiny_models import TinyModelSpec, write_model_dir
+
+    model = load_model(write_model_dir(tmp_path / "tiny", TinyModelSpec(seed=3, eos_scale=2.0)))
+    try:
+        fused = FusedConverter(LatticeConverter(system, None, None), [ModelSlot(model, "tiny")],
+                               ConversionSettings(chunk_chars=8, weights=FITTED_WEIGHTS["karukan-bundled"]),
+                               lexicon=system)
+        page = first_page(Session(fused, Config()), "kyouha")
+    finally:
+        model.close()
+    assert page[0] == "今日は"
+    guesses = [page.index(s) for s in ("教は", "強は") if s in page]
+    assert page.index("教派") < min(guesses, default=len(page))
+    assert "きょうは" in page and "キョウハ" in page
