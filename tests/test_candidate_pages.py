@@ -25,6 +25,7 @@ from karukan_engine.lattice.candidate_filter import (
     Spelling,
     bring_forward,
     order_spellings,
+    reference_cost,
     shape_of,
 )
 from karukan_engine.lattice.converter import LatticeConverter
@@ -106,6 +107,22 @@ def test_the_last_learned_choice_still_leads_the_page(system):
     assert page[0] == "強は" and "今日は" in page
 
 
+@needs_dictionary
+def test_a_learned_word_does_not_thin_out_the_rest_of_the_page(system):
+    """After 教派 is chosen it leads; the page keeps the spellings it had (キョウは), because the
+    filter and the guess rule measure from the cheapest spelling that is not the user's own."""
+    s = fresh_session(system, learning=True)
+    before = first_page(s, "kyouha")
+    press(s, "kyouha<space>")
+    while s.view.preedit_text != "教派":
+        press(s, "<Down>")
+    press(s, "<Return>")
+    after = first_page(Session(s.converter, Config()), "kyouha")   # the same learning, no left context
+    assert after[0] == "教派"
+    assert set(before) - {"教派"} <= set(after) | set(before[len(after) - 1:])
+    assert "キョウは" in after and "キョウハ" in after
+
+
 # -- the pure ordering ---------------------------------------------------------------------------
 
 costs = st.integers(0, 30000)
@@ -130,11 +147,19 @@ def test_ordering_keeps_every_spelling_and_the_top_first(items):
 def test_ordering_is_by_shape_then_cost_and_stable(items):
     items = cheapest_first(items)
     ordered = order_spellings(items)
-    shapes = [shape_of(s, items[0].cost) for s in ordered[1:]]
+    reference = reference_cost(items)
+    shapes = [shape_of(s, reference) for s in ordered[1:]]
     assert shapes == sorted(shapes)
     for shape in Shape:
-        same = [s for s in ordered[1:] if shape_of(s, items[0].cost) == shape]
-        assert same == [s for s in items[1:] if shape_of(s, items[0].cost) == shape]   # input order kept
+        same = [s for s in ordered[1:] if shape_of(s, reference) == shape]
+        assert same == [s for s in items[1:] if shape_of(s, reference) == shape]   # input order kept
+
+
+@given(st.lists(spellings, min_size=1, max_size=12))
+def test_guesses_are_measured_from_the_cheapest_spelling_that_is_not_the_users(items):
+    items = cheapest_first(items)
+    dictionary = [s for s in items if not s.personal]
+    assert reference_cost(items) == (dictionary[0].cost if dictionary else items[0].cost)
 
 
 @given(spellings, costs)

@@ -68,13 +68,21 @@ def shape_of(spelling: Spelling, top_cost: int) -> Shape:
     return Shape.WORD
 
 
+def reference_cost(spellings: Sequence[Spelling]) -> int:
+    """What "less likely than the top" is measured from: the cheapest spelling that is not the
+    user's own (a learned word is made cheap on purpose and would make every other spelling look
+    unlikely)."""
+    return next((s.cost for s in spellings if not s.personal), spellings[0].cost if spellings else 0)
+
+
 def order_spellings(spellings: Sequence[Spelling]) -> list[Spelling]:
     """The top spelling first, then the rest by shape, cheapest first within a shape (the input
     is cheapest first, and the sort is stable)."""
     if not spellings:
         return []
     top, rest = spellings[0], spellings[1:]
-    return [top] + sorted(rest, key=lambda s: shape_of(s, top.cost))
+    reference = reference_cost(spellings)
+    return [top] + sorted(rest, key=lambda s: shape_of(s, reference))
 
 
 T = TypeVar("T")

@@ -31,6 +31,7 @@ from karukan_engine.lattice.candidate_filter import (
     Spelling,
     bring_forward,
     order_spellings,
+    reference_cost,
     shape_of,
 )
 from karukan_engine.lattice.context import START, ContextAnalyzer
@@ -39,7 +40,7 @@ from karukan_engine.lattice.search import SearchSpace
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
 from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
 from karukan_engine.lattice.variants import load_symbols, number_variants, symbol_variants
-from karukan_engine.transliteration import script_variants
+from karukan_engine.transliteration import Form, script_variants
 
 SEGMENT_ALTERNATIVES = 20
 # bounds on A* pops: whole-reading N-best, and each segment's alternatives
@@ -281,18 +282,20 @@ class LatticeConverter:
             content = 1 + sum(has_kanji(lattice.surface(x)) for x in nodes[1:])
             spelling = Spelling(surface, int(cost), structure, len(nodes), source != Source.DICTIONARY,
                                 content, len(nodes) > 1 and is_one_kanji(lattice.surface(nodes[0])))
-            if plausible.keep(spelling):
+            # the user's own spellings are always kept and never the filter's reference
+            if spelling.personal or plausible.keep(spelling):
                 kept.append(spelling)
                 if len(kept) >= SEGMENT_ALTERNATIVES:
                     break
         ordered = order_spellings(kept)
-        top_cost = ordered[0].cost if ordered else 0
+        top_cost = reference_cost(kept)
         likely = [Candidate(s.surface, "", sources[s.surface]) for s in ordered if shape_of(s, top_cost) < Shape.COMPOSED]
         composed = [Candidate(s.surface, "", sources[s.surface]) for s in ordered
                     if shape_of(s, top_cost) == Shape.COMPOSED]
         learned = [Candidate(s, "", Source.LEARNING) for s in self.learning.lookup(reading)] if self.learning else []
         forms = script_variants(reading)
-        kana, other_forms = forms[:2], forms[2:]   # hiragana and katakana first (Form order)
+        kana = [c for c in forms if c.annotation in (Form.HIRAGANA.label, Form.KATAKANA.label)]
+        other_forms = [c for c in forms if c not in kana]
         listed = unique_surfaces([best], learned, likely, number_variants(best.surface), kana, composed,
                                  other_forms, symbol_variants(reading, self.symbols))
         for form, place in zip(kana, (HIRAGANA_BY, KATAKANA_BY)):
