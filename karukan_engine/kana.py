@@ -163,3 +163,16 @@ def is_hiragana(s: str) -> bool:
 def is_katakana(s: str) -> bool:
     """True for a non-empty string of full-width katakana (ー allowed, ・ not)."""
     return bool(s) and all(_is_katakana_char(ch) for ch in s)
+
+
+def is_kanji(ch: str) -> bool:
+    """A CJK ideograph (the unified block and extension A) or the kanji-like 々 and 〆."""
+    return "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf" or ch in "々〆"
+
+
+def has_kanji(text: str) -> bool:
+    return any(is_kanji(ch) for ch in text)
+
+
+def is_one_kanji(text: str) -> bool:
+    return len(text) == 1 and is_kanji(text)

@@ -35,6 +35,8 @@ from karukan_engine.conversion.suggest import suggestions
 from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment, Source
 from karukan_engine.conversion.verify import verify_draft
+from karukan_engine.kana import to_katakana
+from karukan_engine.lattice.candidate_filter import HIRAGANA_BY, KATAKANA_BY, bring_forward
 from karukan_engine.neural.errors import NeuralError
 
 if TYPE_CHECKING:
@@ -322,12 +324,14 @@ class FusedConverter:
         fixed = tuple(len(r) for r, _ in spans)
         base_segments = self.base.convert(
             ConversionRequest(reading, request.left_context, fixed, request.learn))
-        if [s.reading for s in base_segments] != [r for r, _ in spans]:
+        listed = [s.reading for s in base_segments] == [r for r, _ in spans]
+        if not listed:
             base_segments = [Segment(r, (Candidate(s, source=best.source),)) for r, s in spans]
-        return [
-            Segment(r, tuple(unique_surfaces([Candidate(s, best.annotation, best.source), *alts, *seg.candidates])))
-            for (r, s), alts, seg in zip(spans, alternatives, base_segments)
-        ]
+        dictionary = self.base.dictionary
+        return [Segment(r, segment_list(r, Candidate(s, best.annotation, best.source), alts,
+                                        seg.candidates if listed else None,
+                                        {e.surface for e in dictionary.lookup(r)} if dictionary else set()))
+                for (r, s), alts, seg in zip(spans, alternatives, base_segments)]
 
     # --- suggestions --------------------------------------------------------------------------
 
@@ -429,3 +433,21 @@ def _load_default():
     from karukan_engine.neural.registry import load_model_by_id_or_path
 
     return LoadHandle(lambda: load_model_by_id_or_path(None))
+
+
+def segment_list(reading: str, best: Candidate, others: Sequence[Candidate],
+                 listed: Sequence[Candidate] | None, words: set[str]) -> tuple[Candidate, ...]:
+    """One segment's candidates: the best; the spans of the other whole-reading candidates that
+    come from the model or the user, or that are one dictionary word for the span which the list
+    does not show on its first page (`words`: the segment's own search may have priced it out,
+    e.g. a prefix at its end); then the dictionary's list for the span (`listed`, filtered and
+    ordered by shape and cost: lattice/candidate_filter.py); then the other paths' spans, which
+    the list ranks lower or filtered out (None: the dictionary has no list for this span). The
+    kana forms stay on the first page."""
+    known = {c.surface for c in (listed or ())[:KATAKANA_BY]}   # on the list's first page
+    ahead = [c for c in others if c.source != Source.DICTIONARY or (c.surface in words and c.surface not in known)]
+    merged = unique_surfaces([best], ahead, listed or (), others)
+    for form, place in ((reading, HIRAGANA_BY), (to_katakana(reading), KATAKANA_BY)):
+        shown = next((c for c in merged if c.surface == form), None)
+        merged = bring_forward(merged, shown, place)
+    return tuple(merged)

@@ -22,14 +22,25 @@ from karukan_engine.core.types import Candidate, ConversionRequest, LazyCandidat
 from karukan_engine.dictionary.learning import LearningStore, context_key
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.dictionary.user_dictionary import UserDictionary
-from karukan_engine.lattice.candidate_filter import SegmentFilter, Spelling
+from karukan_engine.kana import has_kanji, is_one_kanji
+from karukan_engine.lattice.candidate_filter import (
+    HIRAGANA_BY,
+    KATAKANA_BY,
+    SegmentFilter,
+    Shape,
+    Spelling,
+    bring_forward,
+    order_spellings,
+    reference_cost,
+    shape_of,
+)
 from karukan_engine.lattice.context import START, ContextAnalyzer
 from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
 from karukan_engine.lattice.search import SearchSpace
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
 from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
 from karukan_engine.lattice.variants import load_symbols, number_variants, symbol_variants
-from karukan_engine.transliteration import script_variants
+from karukan_engine.transliteration import Form, script_variants
 
 SEGMENT_ALTERNATIVES = 20
 # bounds on A* pops: whole-reading N-best, and each segment's alternatives
@@ -256,24 +267,41 @@ class LatticeConverter:
                             bos_choices=left)
         if not space.reachable:   # no single-bunsetsu spelling: let words of any kind join
             space = SearchSpace(lattice, self.dictionary, lo, hi, eos_lid=eos_lid, bos_choices=left)
-        alternatives = []
-        seen = set()
+        kept: list[Spelling] = []
+        sources: dict[str, Source] = {}
         plausible = SegmentFilter()
         for cost, nodes in space.paths(SEGMENT_EXPANSIONS):
             surface = "".join(lattice.surface(x) for x in nodes)
-            if surface in seen:
+            if surface in sources:
                 continue
-            seen.add(surface)
-            source = _source_of(lattice, nodes)
+            source = sources[surface] = _source_of(lattice, nodes)
             structure = sum(self.dictionary.connection(int(lattice.rid[a]), int(lattice.lid[b]))
                             for a, b in zip(nodes, nodes[1:]))
-            if plausible.keep(Spelling(surface, int(cost), structure, len(nodes), source != Source.DICTIONARY)):
-                alternatives.append(Candidate(surface, "", source))
-                if len(alternatives) >= SEGMENT_ALTERNATIVES:
+            # after the first word, a word written with kanji is another content word (particles,
+            # auxiliaries and endings are kana)
+            content = 1 + sum(has_kanji(lattice.surface(x)) for x in nodes[1:])
+            spelling = Spelling(surface, int(cost), structure, len(nodes), source != Source.DICTIONARY,
+                                content, len(nodes) > 1 and is_one_kanji(lattice.surface(nodes[0])))
+            # the user's own spellings are always kept and never the filter's reference
+            if spelling.personal or plausible.keep(spelling):
+                kept.append(spelling)
+                if len(kept) >= SEGMENT_ALTERNATIVES:
                     break
+        ordered = order_spellings(kept)
+        top_cost = reference_cost(kept)
+        likely = [Candidate(s.surface, "", sources[s.surface]) for s in ordered if shape_of(s, top_cost) < Shape.COMPOSED]
+        composed = [Candidate(s.surface, "", sources[s.surface]) for s in ordered
+                    if shape_of(s, top_cost) == Shape.COMPOSED]
         learned = [Candidate(s, "", Source.LEARNING) for s in self.learning.lookup(reading)] if self.learning else []
-        return unique_surfaces([best], learned, alternatives, number_variants(best.surface),
-                     script_variants(reading), symbol_variants(reading, self.symbols))
+        forms = script_variants(reading)
+        kana = [c for c in forms if c.annotation in (Form.HIRAGANA.label, Form.KATAKANA.label)]
+        other_forms = [c for c in forms if c not in kana]
+        listed = unique_surfaces([best], learned, likely, number_variants(best.surface), kana, composed,
+                                 other_forms, symbol_variants(reading, self.symbols))
+        for form, place in zip(kana, (HIRAGANA_BY, KATAKANA_BY)):
+            shown = next((c for c in listed if c.surface == form.surface), None)
+            listed = bring_forward(listed, shown, place)
+        return listed
 
 
 def _source_of(lattice: Lattice, nodes: Sequence[int]) -> Source:
