@@ -15,9 +15,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
-from karukan_engine.conversion.contracts import LiveConverter
+from karukan_engine.conversion.contracts import DictionaryConverter, LiveConverter
 from karukan_engine.conversion.scheduler import JobContext, Priority, Scheduler
 from karukan_engine.conversion.settings import ConversionSettings
+from karukan_engine.conversion.suggest import suggestions as completions
 from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment
 
 # An input context as the scheduler knows it: a number its host was given (never id() of an
@@ -36,7 +37,17 @@ class LiveUpdate:
     changed: bool = True   # False: the model agreed with the quick text (only with deliver_unchanged)
 
 
-LiveDelivery = Callable[[LiveUpdate], None]
+@dataclass(frozen=True)
+class SuggestionUpdate:
+    """Completions of the reading an event left composed, on their way to that context."""
+
+    context: ContextId
+    epoch: int        # the event they were asked for
+    reading: str
+    suggestions: tuple[Candidate, ...]   # best first, never empty
+
+
+LiveDelivery = Callable[["LiveUpdate | SuggestionUpdate"], None]
 
 
 class DictionaryOnly:
@@ -57,7 +68,11 @@ class DictionaryOnly:
         return None
 
     def suggestions(self, request: ConversionRequest, n: int = 6) -> list[Candidate]:
-        return []
+        """Learned and dictionary completions when the converter has a dictionary layer."""
+        base = self.converter
+        if not isinstance(base, DictionaryConverter):
+            return []
+        return completions(request.reading, base.learning, base.dictionary, limit=n)
 
     # The rest of the contract, handed on.
     def convert(self, request: ConversionRequest) -> list[Segment]:
@@ -127,13 +142,27 @@ class LiveService:
 
     def suggest(self, context: ContextId, request: ConversionRequest,
                 on_suggestions: Callable[[list], None], n: int = 6) -> None:
-        """Queue completions for the current event at the lowest priority (none without a model
-        pipeline: DictionaryOnly finds nothing)."""
+        """Queue completions for the current event at the lowest priority; `on_suggestions`
+        gets the list when there is one."""
         if not request.reading:
             return
         find = self.converter.suggestions
         self.scheduler.submit(context, Priority.SUGGESTION, lambda ctx: find(request, n) or None,
                               on_suggestions)
+
+    def suggest_for(self, context: ContextId, epoch: int, request: ConversionRequest,
+                    deliver: LiveDelivery, n: int = 6) -> None:
+        """Completions for the event `epoch`, delivered as a SuggestionUpdate when there are
+        any; dropped unrun once a newer event began."""
+        if not request.reading:
+            return
+        find = self.converter.suggestions
+
+        def work(ctx) -> SuggestionUpdate | None:
+            found = tuple(find(request, n))
+            return SuggestionUpdate(context, epoch, request.reading, found) if found else None
+
+        self.scheduler.submit(context, Priority.SUGGESTION, work, deliver, epoch=epoch)
 
     def call(self, context: ContextId, work: Callable[[], Any], priority: Priority = Priority.EXPLICIT) -> Any:
         """Run `work` on a worker, ahead of lower-priority work of every context, and wait.
@@ -183,3 +212,7 @@ class LiveLink:
 
     def key(self, epoch: int, request: ConversionRequest) -> str:
         return self.service.key(self.context, epoch, request, self.deliver)
+
+    def suggest(self, epoch: int, request: ConversionRequest, n: int) -> None:
+        """Ask for completions of the event's reading; they arrive through `deliver`."""
+        self.service.suggest_for(self.context, epoch, request, self.deliver, n)
