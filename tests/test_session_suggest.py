@@ -5,6 +5,7 @@ entering it. Off with [suggest] enabled = false, and never in private or passwor
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -267,3 +268,18 @@ def test_moving_stays_in_the_list_and_narrowing_keeps_what_fits(items, moves, re
     assert (narrowed.items if narrowed else ()) == tuple(kept)
     assert narrowed is None or (narrowed.cursor is None and not narrowed.complete)
     assert lst.learn_pair(items[0]) == (items[0].reading, items[0].surface)
+
+
+def test_a_key_typed_before_the_search_starts_costs_no_search():
+    converter = SuggestingConverter(COMPLETIONS, words=WORDS)
+    live = LiveService(converter, suggestion_delay_s=30.0)   # the search would start long after
+    try:
+        delivered: list = []
+        s = linked(live, 5, delivered)
+        started = time.monotonic()
+        press(s, "ari")                                # each key supersedes the last one's wait
+        s.focus_out()
+        assert live.scheduler.idle(10) and time.monotonic() - started < 10
+        assert converter.asked == [] and delivered == []
+    finally:
+        live.shutdown()

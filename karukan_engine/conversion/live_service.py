@@ -49,6 +49,11 @@ class SuggestionUpdate:
 
 LiveDelivery = Callable[["LiveUpdate | SuggestionUpdate"], None]
 
+# Suggestion work starts this long after its key: the key's reply (session, event loop, D-Bus)
+# is Python too, and a search started at once would hold the GIL while that reply waits for it.
+# A key typed meanwhile supersedes the wait, so fast typing costs no search at all.
+SUGGESTION_DELAY_S = 0.010
+
 
 class DictionaryOnly:
     """A LiveConverter over a converter without a model: the quick text is its live(), and
@@ -101,15 +106,18 @@ def live_converter(converter: Converter) -> LiveConverter:
 
 class LiveService:
     def __init__(self, converter: Converter, scheduler: Scheduler | None = None,
-                 budget_ms: float | None = None, deliver_unchanged: bool = False) -> None:
+                 budget_ms: float | None = None, deliver_unchanged: bool = False,
+                 suggestion_delay_s: float = SUGGESTION_DELAY_S) -> None:
         """deliver_unchanged: also deliver when the model's text equals the quick text
-        (benchmarks time every finished refinement; frontends need only changes)."""
+        (benchmarks time every finished refinement; frontends need only changes).
+        suggestion_delay_s: how long after its key suggestion work starts."""
         self.converter = live_converter(converter)
         self.deliver_unchanged = deliver_unchanged
         settings = self.converter.settings
         self.scheduler = scheduler or Scheduler(workers=settings.workers)
         self._own_scheduler = scheduler is None
         self.budget_s = (budget_ms if budget_ms is not None else settings.live_budget_ms) / 1000.0
+        self.suggestion_delay_s = suggestion_delay_s
 
     @property
     def asynchronous(self) -> bool:
@@ -158,7 +166,11 @@ class LiveService:
             return
         find = self.converter.suggestions
 
+        delay = self.suggestion_delay_s
+
         def work(ctx) -> SuggestionUpdate | None:
+            if delay and ctx.wait_cancelled(delay):
+                return None   # a newer key came first
             found = tuple(find(request, n))
             return SuggestionUpdate(context, epoch, request.reading, found) if found else None
 
