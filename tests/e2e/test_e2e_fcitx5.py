@@ -224,3 +224,28 @@ def test_focus_out_commits_the_composition_once(fcitx5_desktop):
         app.disconnect()
 
     run(body())
+
+
+async def _shows_suggestions(app: FcitxApp) -> bool:
+    await app.current_im()    # a round trip that never reaches the engine (a focus-in would be an event)
+    return bool(app.shown.candidates)
+
+
+def test_suggestions_reach_the_candidate_list_and_tab_return_commits_one(fcitx5_desktop):
+    """While composing, the addon shows the service's suggestions as fcitx5's candidate list
+    with no cursor; Tab selects the first, which the preedit then shows, and Return commits it."""
+    async def body():
+        await eventually(lambda: _service_up(fcitx5_desktop), timeout_s=45, interval_s=0.3)
+        app = await ready_app(fcitx5_desktop)
+        await type_text(app, "arigatou")
+        await eventually(lambda: _shows_suggestions(app), timeout_s=10, interval_s=0.1)
+        suggestions = list(app.shown.candidates)
+        assert app.shown.preedit == "ありがとう" and app.shown.candidate_cursor == -1
+        assert await app.tap(0xFF09)                      # Tab
+        assert app.shown.candidate_cursor == 0 and app.shown.preedit == suggestions[0]
+        assert await app.tap(RETURN)
+        assert app.shown.commits == [suggestions[0]]
+        assert app.shown.preedit == "" and app.shown.candidates == []
+        app.disconnect()
+
+    run(body())
