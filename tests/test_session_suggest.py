@@ -256,7 +256,7 @@ completions = st.lists(st.builds(Completion, st.text("あいう", min_size=1, ma
 
 @given(completions, st.lists(st.integers(-3, 3), max_size=12), st.text("あいう", max_size=3))
 def test_moving_stays_in_the_list_and_narrowing_keeps_what_fits(items, moves, reading):
-    lst = SuggestionList.of("あ", items, 9)
+    lst = SuggestionList.of("ん", items, 9)   # a reading no surface equals
     assert lst is not None and lst.cursor is None
     lst = lst.entered()
     for delta in moves:
@@ -283,3 +283,9 @@ def test_a_key_typed_before_the_search_starts_costs_no_search():
         assert converter.asked == [] and delivered == []
     finally:
         live.shutdown()
+
+
+def test_the_typed_kana_itself_is_never_suggested():
+    s, converter = make()
+    converter.recorded.append(([("きょう", "きょう")], ""))   # learned as typed, say
+    assert "きょう" not in texts(press(s, "kyou")[-1]) and texts(s.view) == ["今日は"]

@@ -22,7 +22,8 @@ class SuggestionList:
 
     @classmethod
     def of(cls, reading: str, found: Sequence[Candidate], limit: int) -> "SuggestionList | None":
-        items = tuple(c for c in found if c.surface)[:limit]
+        # The typed kana itself adds nothing: Return already commits it.
+        items = tuple(c for c in found if c.surface and c.surface != reading)[:limit]
         return cls(reading, items) if items else None
 
     def narrowed(self, reading: str) -> "SuggestionList | None":
