@@ -33,6 +33,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "examples"))
 
 from karukan_engine.config import Config, SuggestSettings  # noqa: E402
+from karukan_engine.conversion.live_service import SUGGESTION_DELAY_S  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
 from session_bench import SENTENCES, percentile  # noqa: E402
 
@@ -83,7 +84,9 @@ async def type_all(converter, suggest: bool, repeats: int) -> dict[str, list[flo
 
 
 async def settle(core, host) -> None:
-    """Until the scheduler is idle and every update it delivered has been applied."""
+    """Until the scheduler is idle and every update it delivered has been applied (the host
+    queues suggestion work SUGGESTION_DELAY_S after the reply: wait that out first)."""
+    await asyncio.sleep(SUGGESTION_DELAY_S * 2)
     while True:
         idle = await asyncio.get_running_loop().run_in_executor(None, core.live.scheduler.idle, 5.0)
         await asyncio.sleep(0)

@@ -54,6 +54,11 @@ LiveDelivery = Callable[["LiveUpdate | SuggestionUpdate"], None]
 # A key typed meanwhile supersedes the wait, so fast typing costs no search at all.
 SUGGESTION_DELAY_S = 0.010
 
+# Where a link hands work to be started later, off the key's thread: the context host collects
+# it and starts it from its event loop once the key's reply is out (waking a scheduler worker
+# from the session's thread alone cost the key about 0.5 ms, GIL hand-overs).
+Deferral = Callable[[Callable[[], None]], None]
+
 
 class DictionaryOnly:
     """A LiveConverter over a converter without a model: the quick text is its live(), and
@@ -159,14 +164,14 @@ class LiveService:
                               on_suggestions)
 
     def suggest_for(self, context: ContextId, epoch: int, request: ConversionRequest,
-                    deliver: LiveDelivery, n: int = 6) -> None:
+                    deliver: LiveDelivery, n: int = 6, delay_s: float | None = None) -> None:
         """Completions for the event `epoch`, delivered as a SuggestionUpdate when there are
-        any; dropped unrun once a newer event began."""
-        if not request.reading:
-            return
+        any; dropped unrun once a newer event began. The job waits `delay_s` (default
+        suggestion_delay_s) before it searches; a newer event ends the wait."""
+        if not request.reading or self.scheduler.epoch(context) != epoch:
+            return   # already superseded: not even a worker is woken
         find = self.converter.suggestions
-
-        delay = self.suggestion_delay_s
+        delay = self.suggestion_delay_s if delay_s is None else delay_s
 
         def work(ctx) -> SuggestionUpdate | None:
             if delay and ctx.wait_cancelled(delay):
@@ -218,6 +223,7 @@ class LiveLink:
     service: LiveService
     context: ContextId
     deliver: LiveDelivery
+    defer: Deferral | None = None   # None: suggestion jobs are queued at once and wait in the job
 
     def begin(self) -> int:
         return self.service.begin(self.context)
@@ -227,4 +233,7 @@ class LiveLink:
 
     def suggest(self, epoch: int, request: ConversionRequest, n: int) -> None:
         """Ask for completions of the event's reading; they arrive through `deliver`."""
-        self.service.suggest_for(self.context, epoch, request, self.deliver, n)
+        if self.defer is None:
+            self.service.suggest_for(self.context, epoch, request, self.deliver, n)
+            return
+        self.defer(lambda: self.service.suggest_for(self.context, epoch, request, self.deliver, n, delay_s=0.0))
