@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from karukan_engine.config import Config, SessionSettings, SuggestSettings
 from karukan_engine.conversion.live_service import LiveLink, LiveService, LiveUpdate, SuggestionUpdate
-from karukan_engine.core.types import Source
 from karukan_engine.session import PreeditStyle, Session, State, View
 from karukan_engine.session.field import FieldPrivacy
 from karukan_engine.session.keys_cli import parse_keys
