@@ -30,7 +30,7 @@ class SuggestionList:
         """The items that still complete a longer or edited reading (shown until the new list
         arrives, so the window does not blink on every key); None when none does."""
         keep = tuple(c for c in self.items
-                     if isinstance(c, Completion) and c.reading.startswith(reading))
+                     if isinstance(c, Completion) and c.reading.startswith(reading) and c.surface != reading)
         return SuggestionList(reading, keep, complete=False) if keep else None
 
     @property

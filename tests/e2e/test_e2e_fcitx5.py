@@ -226,9 +226,19 @@ def test_focus_out_commits_the_composition_once(fcitx5_desktop):
     run(body())
 
 
-async def _shows_suggestions(app: FcitxApp) -> bool:
-    await app.current_im()    # a round trip that never reaches the engine (a focus-in would be an event)
-    return bool(app.shown.candidates)
+async def _settled_suggestions(app: FcitxApp) -> list[str]:
+    """The suggestion list once the last key's own list has arrived: the key's reply shows the
+    earlier list's entries that still fit, the new list follows; wait until two looks agree."""
+    async def look() -> list[str]:
+        await app.current_im()    # a round trip that never reaches the engine (a focus-in is an event)
+        return list(app.shown.candidates)
+
+    async def settled() -> list[str] | None:
+        first = await look()
+        await asyncio.sleep(0.3)
+        return first if first and first == await look() else None
+
+    return await eventually(settled, timeout_s=20, interval_s=0.1)
 
 
 def test_suggestions_reach_the_candidate_list_and_tab_return_commits_one(fcitx5_desktop):
@@ -238,8 +248,7 @@ def test_suggestions_reach_the_candidate_list_and_tab_return_commits_one(fcitx5_
         await eventually(lambda: _service_up(fcitx5_desktop), timeout_s=45, interval_s=0.3)
         app = await ready_app(fcitx5_desktop)
         await type_text(app, "arigatou")
-        await eventually(lambda: _shows_suggestions(app), timeout_s=10, interval_s=0.1)
-        suggestions = list(app.shown.candidates)
+        suggestions = await _settled_suggestions(app)
         assert app.shown.preedit == "ありがとう" and app.shown.candidate_cursor == -1
         assert await app.tap(0xFF09)                      # Tab
         assert app.shown.candidate_cursor == 0 and app.shown.preedit == suggestions[0]
