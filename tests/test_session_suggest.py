@@ -288,3 +288,18 @@ def test_the_typed_kana_itself_is_never_suggested():
     s, converter = make()
     converter.recorded.append(([("きょう", "きょう")], ""))   # learned as typed, say
     assert "きょう" not in texts(press(s, "kyou")[-1]) and texts(s.view) == ["今日は"]
+
+
+def test_a_field_turning_into_a_password_field_commits_the_selected_suggestion_unlearned():
+    s, converter = make()
+    press(s, "kyou<Tab>")
+    view = s.set_field_privacy(FieldPrivacy(password=True, private=True))
+    assert view.commit == "今日は" and view.preedit == () and converter.recorded == []
+
+
+def test_pending_keys_come_back_after_escape():
+    s, _ = make()
+    press(s, "kyouk<Tab>")
+    assert s.state is State.SUGGESTION
+    assert press(s, "<Escape>")[-1].preedit_text == "きょうｋ"
+    assert press(s, "a")[-1].preedit_text == "きょうか"

@@ -234,8 +234,6 @@ class Session:
         """
         password = field.password
         self._private = field.private
-        if self._private and self._state is State.SUGGESTION:
-            self._leave_suggestions()   # nothing suggested stays on screen in a private field
         if password and not self._password and self._state in (State.COMPOSITION, State.CONVERSION,
                                                                 State.SUGGESTION):
             self._begin_event()
@@ -243,6 +241,8 @@ class Session:
             self._commit_shown()
             return self._finish(True)
         self._password = password
+        if self._private and self._state is State.SUGGESTION:
+            self._leave_suggestions()   # nothing suggested stays selected in a private field
         return None
 
     def select_candidate(self, index_on_page: int) -> View:
@@ -368,7 +368,6 @@ class Session:
         return True
 
     def _run_suggestion(self, command: Command, keysym: int) -> bool:
-        items = self._suggestion_list().items
         index = command.select_index
         if index is not None:
             self._commit_suggestion_at(index)
@@ -380,7 +379,7 @@ class Session:
             self._suggestions = self._suggestion_list().moved(-1)
         elif command in (Command.CANCEL, Command.BACKSPACE):
             self._leave_suggestions()   # back to the reading as typed; the list closes
-        elif command not in (Command.NEXT_PAGE, Command.PREV_PAGE, Command.NOP) and items:
+        elif command not in (Command.NEXT_PAGE, Command.PREV_PAGE, Command.NOP):
             # Editing, cursor and F6–F10 keys act on the reading again, as in composition.
             self._leave_suggestions()
             return self._run_composition(command, keysym)
@@ -510,7 +509,7 @@ class Session:
         return self._suggestions
 
     def _enter_suggestions(self) -> None:
-        self._composer.flush()
+        # Pending keys stay pending: a commit drops them, Escape gives them back.
         self._suggestions = self._suggestion_list().entered()
         self._state = State.SUGGESTION
 
