@@ -40,6 +40,8 @@ from karukan_engine.session.view import View
 log = logging.getLogger(__name__)
 
 ViewListener = Callable[[View], None]
+# How many times deferred work waits again for the session workers to be free (then it runs).
+MAX_POSTPONES = 20
 
 
 class ContextHost:
@@ -62,11 +64,12 @@ class ContextHost:
         self._tasks: set[asyncio.Task] = set()
         # Work the session's live link deferred during a call (suggestion requests): started
         # from the loop once the call's view is back, so it never competes with the call.
-        self._deferred: list[Callable[[], None]] = []
+        self._deferred: list[tuple[int, Callable[[], None]]] = []
         self.closed = False
         self.last_used = time.monotonic()   # when a call last started or ended (eviction order)
         if live is not None:
-            session.attach_live(LiveLink(live, context_id, self.deliver, self._deferred.append))
+            session.attach_live(LiveLink(live, context_id, self.deliver,
+                                         lambda epoch, work: self._deferred.append((epoch, work))))
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> View:
         """Run fn(session, *args) on the worker; return the session's view afterwards."""
@@ -82,14 +85,24 @@ class ContextHost:
     def _start_deferred(self) -> None:
         # Later than the reply: the frontend sends it as soon as this call returns.
         while self._deferred:
-            self._loop.call_later(SUGGESTION_DELAY_S, self._run_deferred, self._deferred.pop(0))
+            epoch, work = self._deferred.pop(0)
+            self._loop.call_later(SUGGESTION_DELAY_S, self._run_deferred, epoch, work, 0)
 
-    def _run_deferred(self, work: Callable[[], None]) -> None:
-        if not self.closed:
-            try:
-                work()
-            except RuntimeError:   # the scheduler has shut down
-                pass
+    def _run_deferred(self, epoch: int, work: Callable[[], None], postponed: int) -> None:
+        if self.closed or self._live is None or self._live.scheduler.epoch(self.context_id) != epoch:
+            return   # a newer event came: the work is moot
+        if postponed < MAX_POSTPONES and self._keys_waiting():
+            # Keys of other contexts wait for the session workers: they go first, and a search
+            # now would hold the GIL against them.
+            self._loop.call_later(SUGGESTION_DELAY_S, self._run_deferred, epoch, work, postponed + 1)
+            return
+        try:
+            work()
+        except RuntimeError:   # the scheduler has shut down
+            pass
+
+    def _keys_waiting(self) -> bool:
+        return isinstance(self._executor, FairExecutor) and self._executor.queued > 0
 
     @property
     def busy(self) -> bool:

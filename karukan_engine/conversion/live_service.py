@@ -56,8 +56,9 @@ SUGGESTION_DELAY_S = 0.010
 
 # Where a link hands work to be started later, off the key's thread: the context host collects
 # it and starts it from its event loop once the key's reply is out (waking a scheduler worker
-# from the session's thread alone cost the key about 0.5 ms, GIL hand-overs).
-Deferral = Callable[[Callable[[], None]], None]
+# from the session's thread alone cost the key about 0.5 ms, GIL hand-overs). Called with the
+# event's epoch (the work is moot once a newer event began) and the work.
+Deferral = Callable[[int, Callable[[], None]], None]
 
 
 class DictionaryOnly:
@@ -236,4 +237,5 @@ class LiveLink:
         if self.defer is None:
             self.service.suggest_for(self.context, epoch, request, self.deliver, n)
             return
-        self.defer(lambda: self.service.suggest_for(self.context, epoch, request, self.deliver, n, delay_s=0.0))
+        self.defer(epoch, lambda: self.service.suggest_for(self.context, epoch, request, self.deliver, n,
+                                                           delay_s=0.0))
