@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
-from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
+from karukan_engine.conversion.settings import ConversionSettings, FusionWeights  # noqa: E402
 from karukan_engine.kana import to_hiragana  # noqa: E402
 from karukan_engine.evaluation.metrics import EvalItem, load_items  # noqa: E402
 # The weight fit, and the statistics this comparison shares with it, belong to the build tool.
@@ -181,10 +181,22 @@ def load_pipeline(args: argparse.Namespace) -> Pipeline:
     return Pipeline(dictionary, LatticeConverter(dictionary, None, None), model, model_id, ModelSlot(model, model_id))
 
 
+def parse_weights(text: str) -> FusionWeights:
+    """`lattice=1,nll=0.5,...` as FusionWeights (learning 1 unless given)."""
+    values = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, _, value = part.partition("=")
+        values[key.strip()] = None if value.strip() == "none" else float(value)
+    return FusionWeights(**{"learning": 1.0, **values})
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_arguments(parser)
     parser.add_argument("--fit", action="store_true", help="fit the weights on the even rows first")
+    parser.add_argument("--try-weights", action="append", default=[], metavar="K=V,...",
+                        help="a point the fit tries besides its grid, e.g. "
+                             "lattice=1.2,nll=0.6,nll_total=0.07,unaligned=2 (repeatable)")
     args = parser.parse_args()
 
     from karukan_engine.neural.converter import NeuralConverter
@@ -207,7 +219,8 @@ def main() -> int:
         fitter = FusedConverter(base, [slot], settings, lexicon=dictionary)
         evidence = gather_evidence(fitter, slot, fit_items)
         fitted = fit(fit_items, evidence, [dictionary_top(it) for it in fit_items],
-                     groups=[name for name, _it in fit_sets])
+                     groups=[name for name, _it in fit_sets],
+                     extra=[parse_weights(text) for text in args.try_weights])
         weights = fitted["weights"]
         fitted["weights"] = weights.__dict__
         fitted["fit_items"] = len(fit_items)

@@ -17,6 +17,12 @@ physical cost of the model's tokens; with --threads 1 llama.cpp computes in the 
 so it is exact). Wall time grows with contention for the CPU; CPU time does not, so on a busy
 machine the CPU columns are the estimate of an idle machine's wall time.
 
+A second table splits each row's mean CPU time per key into: decode (inside llama_decode), the
+dictionary lattice (the fused converter's calls into its DictionaryConverter), alignment
+(Aligner.align / best_with_prefix: reading-surface alignment of model text against the
+dictionary) and the rest, which is Python: session, chunking, prompt building and
+tokenization, reranking, and the Python side of the llama.cpp calls.
+
     python tools/build_mimic_models.py
     python examples/model_shape_bench.py work_data/mimic/jinen-v1-xsmall work_data/mimic/jinen-v2-xsmall --json out.json
 """
@@ -58,9 +64,43 @@ def converter_for(path: str, threads: int, fixed_tokens: int):
     return FusedConverter(base, [slot], ConversionSettings(), lexicon=getattr(base, "dictionary", None)), model
 
 
-def measure(converter) -> dict[str, list[tuple[float, float, float]]]:
+class CpuMeter:
+    """CPU seconds spent inside wrapped callables (outermost call only, so nesting counts once)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._depth = 0
+
+    def wrap(self, function):
+        def timed(*args, **kwargs):
+            self._depth += 1
+            started = time.process_time() if self._depth == 1 else None
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self._depth -= 1
+                if started is not None:
+                    self.seconds += time.process_time() - started
+        return timed
+
+
+def instrument(converter) -> dict[str, CpuMeter]:
+    """Meters for the lattice and the alignment, wrapped around this converter's own objects."""
+    meters = {"lattice": CpuMeter(), "align": CpuMeter()}
+    for name in ("live", "candidates", "convert"):
+        setattr(converter.base, name, meters["lattice"].wrap(getattr(converter.base, name)))
+    if converter.aligner is not None:
+        for name in ("align", "best_with_prefix"):
+            if hasattr(converter.aligner, name):
+                setattr(converter.aligner, name, meters["align"].wrap(getattr(converter.aligner, name)))
+    return meters
+
+
+def measure(converter) -> dict[str, list[tuple[float, ...]]]:
+    """Per key: (wall, CPU, decode, lattice, align) in ms."""
     from karukan_engine.neural.runtime import decode_cpu_seconds
 
+    meters = instrument(converter)
     session = Session(converter, KEY_PATH_CONFIG)
     for _, keysym, mods in parse_keys(WARM_UP + "<space><Return>"):
         session.process_key(keysym, mods)
@@ -68,9 +108,11 @@ def measure(converter) -> dict[str, list[tuple[float, float, float]]]:
     for sentence in SENTENCES:
         for label, keysym, mods in parse_keys(sentence + "<space><Return>"):
             wall, cpu, dec = time.perf_counter(), time.process_time(), decode_cpu_seconds()
+            lattice, align = meters["lattice"].seconds, meters["align"].seconds
             session.process_key(keysym, mods)
             sample = ((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000,
-                      (decode_cpu_seconds() - dec) * 1000)
+                      (decode_cpu_seconds() - dec) * 1000, (meters["lattice"].seconds - lattice) * 1000,
+                      (meters["align"].seconds - align) * 1000)
             kind = {"<space>": "convert", "<Return>": None}.get(label, "typing")
             if kind:
                 rows[kind].append(sample)
@@ -88,6 +130,7 @@ def main() -> int:
     args = parser.parse_args()
 
     out = []
+    breakdown = []
     print(f"{len(SENTENCES)} sentences, greedy {args.fixed_tokens} tokens per conversion, {args.threads} llama.cpp "
           f"thread(s), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
     print(f"{'model':<34}{'kind':<9}{'n':>4}{'wall p50':>10}{'p95':>8}{'CPU p50':>9}{'p95':>8}{'decode p50':>11}{'p95':>8}")
@@ -102,13 +145,24 @@ def main() -> int:
                    "cpu_p50_ms": round(percentile(cpus, 0.5), 1), "cpu_p95_ms": round(percentile(cpus, 0.95), 1),
                    "decode_p50_ms": round(percentile(decs, 0.5), 1), "decode_p95_ms": round(percentile(decs, 0.95), 1)}
             out.append(row)
+            if samples:
+                means = [sum(s[i] for s in samples) / len(samples) for i in range(1, 5)]
+                breakdown.append({"model": path, "kind": kind, "cpu_mean_ms": round(means[0], 1),
+                                  "decode_mean_ms": round(means[1], 1), "lattice_mean_ms": round(means[2], 1),
+                                  "align_mean_ms": round(means[3], 1),
+                                  "python_mean_ms": round(means[0] - means[1] - means[2] - means[3], 1)})
             print(f"{Path(path).name:<34}{kind:<9}{row['count']:>4}{row['wall_p50_ms']:>10.1f}{row['wall_p95_ms']:>8.1f}"
                   f"{row['cpu_p50_ms']:>9.1f}{row['cpu_p95_ms']:>8.1f}{row['decode_p50_ms']:>11.1f}{row['decode_p95_ms']:>8.1f}",
                   flush=True)
         converter.close() if hasattr(converter, "close") else model.close()
+    print("\nmean CPU ms per key: where the time goes")
+    print(f"{'model':<34}{'kind':<10}{'CPU':>8}{'decode':>8}{'lattice':>9}{'align':>7}{'Python':>8}")
+    for row in breakdown:
+        print(f"{Path(row['model']).name:<34}{row['kind']:<10}{row['cpu_mean_ms']:>8.1f}{row['decode_mean_ms']:>8.1f}"
+              f"{row['lattice_mean_ms']:>9.1f}{row['align_mean_ms']:>7.1f}{row['python_mean_ms']:>8.1f}")
     if args.json:
         payload = {"threads": args.threads, "fixed_tokens": args.fixed_tokens, "cpus": os.cpu_count(),
-                   "load_avg_end": os.getloadavg(), "rows": out}
+                   "load_avg_end": os.getloadavg(), "rows": out, "breakdown": breakdown}
         args.json.write_text(json.dumps(payload, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return 0
 

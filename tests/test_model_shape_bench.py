@@ -1,6 +1,6 @@
 """The per-shape speed benchmarks run end to end on a (tiny) mimic model: examples/model_shape_bench.py,
-examples/session_bench.py --model --fixed-tokens, examples/typing_replay_bench.py --random-weights;
-and the decode CPU counter they read counts llama_decode's work."""
+examples/session_bench.py --model --fixed-tokens, examples/typing_replay_bench.py --random-weights,
+examples/draft_acceptance_bench.py; and the decode CPU counter they read counts llama_decode's work."""
 
 import json
 import os
@@ -56,6 +56,26 @@ def test_model_shape_bench_reports_every_key_kind(tiny_mimic, tmp_path):
     assert rows["convert"]["decode_p50_ms"] > 0 and rows["convert"]["arch"] == "gpt2"
     for row in rows.values():
         assert row["count"] > 0 and row["wall_p50_ms"] <= row["wall_p95_ms"]
+    split = {r["kind"]: r for r in json.loads(out.read_text())["breakdown"]}
+    assert set(split) == set(rows)
+    assert split["model key"]["decode_mean_ms"] > 0 and split["model key"]["lattice_mean_ms"] > 0
+    assert split["convert"]["align_mean_ms"] > 0    # Space aligns the model's candidates
+    for row in split.values():
+        parts = row["decode_mean_ms"] + row["lattice_mean_ms"] + row["align_mean_ms"] + row["python_mean_ms"]
+        assert abs(parts - row["cpu_mean_ms"]) < 0.2 and row["python_mean_ms"] > -0.2
+
+
+@needs_dictionary
+def test_draft_acceptance_bench_sees_drafts_with_the_zenz_vocabulary(tiny_mimic, tmp_path):
+    """The jinen v1 / zenz vocabulary writes the output mark as three byte tokens; typing must
+    still reuse the previous output as a draft (it did not while the mark counted as a change)."""
+    out = tmp_path / "drafts.json"
+    _run([REPO / "examples" / "draft_acceptance_bench.py", tiny_mimic, "--fixed-tokens", "3", "--repeats", "1",
+          "--json", out], tmp_path)
+    [row] = json.loads(out.read_text())["rows"]
+    assert row["random_weights"] and row["model_keys"] > 0 and row["greedy_jobs"] >= row["model_keys"]
+    assert row["jobs_with_draft"] > 0 and 0 <= row["accepted_tokens"] <= row["drafted_tokens"]
+    assert row["decode_calls"]["no_draft"] > 0 and row["decoded_tokens"]["no_draft"] > 0
 
 
 @needs_dictionary

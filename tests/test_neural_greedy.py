@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 pytest.importorskip("llama_cpp")
 
 from karukan_engine.neural.greedy import GreedyDecoder  # noqa: E402
-from karukan_engine.neural.greedy_pool import AUTO_DRAFT_MAX_CHANGED, INITIAL_CELLS, auto_draft, common_prefix_len, valid_prefix  # noqa: E402
+from karukan_engine.neural.greedy_pool import (AUTO_DRAFT_MAX_CHANGED, INITIAL_CELLS, SHARED_END_TOKENS, auto_draft,  # noqa: E402
+                                               common_prefix_len, common_suffix_len, valid_prefix)
 from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
 from karukan_testing.tiny_models import TinyModelSpec, write_model_dir  # noqa: E402
 from neural_support import EOS_SCALE, fresh_logprobs, tiny_model_dir  # noqa: E402
@@ -275,11 +276,43 @@ def test_common_prefix_len_is_the_longest_shared_start(a, b):
     assert n == min(len(a), len(b)) or a[n] != b[n]
 
 
+@given(a=tokens, b=tokens)
+def test_common_suffix_len_is_the_longest_shared_end(a, b):
+    n = common_suffix_len(a, b)
+    assert a[len(a) - n:] == b[len(b) - n:]
+    assert n == min(len(a), len(b)) or a[len(a) - 1 - n] != b[len(b) - 1 - n]
+
+
+def near_continuation(previous: list[int], prompt: list[int]) -> bool:
+    """Can prompt be previous with its middle replaced: a shared start, then at most
+    AUTO_DRAFT_MAX_CHANGED new tokens, then a shared end of at most SHARED_END_TOKENS tokens?"""
+    for start in range(min(len(previous), len(prompt)) + 1):
+        if previous[:start] != prompt[:start]:
+            break
+        for end in range(min(SHARED_END_TOKENS, len(previous) - start, len(prompt) - start) + 1):
+            if previous[len(previous) - end:] == prompt[len(prompt) - end:] and \
+                    len(prompt) - start - end <= AUTO_DRAFT_MAX_CHANGED:
+                return True
+    return False
+
+
 @given(previous=tokens, output=tokens, prompt=tokens)
 def test_auto_draft_only_after_a_small_change(previous, output, prompt):
-    changed = len(prompt) - common_prefix_len(previous, prompt)
-    expected = output if previous and changed <= AUTO_DRAFT_MAX_CHANGED else []
+    expected = output if previous and near_continuation(previous, prompt) else []
     assert auto_draft(previous, output, prompt) == expected
+
+
+MARK_BYTES = [90, 91, 92]  # an output mark written as three byte tokens (the zenz vocabulary)
+
+
+@pytest.mark.parametrize("mark", [[99], MARK_BYTES], ids=["one-token mark", "byte-token mark"])
+def test_auto_draft_while_typing_whatever_the_mark_costs(mark):
+    head = [1, 2, 3]                            # context and input mark
+    typed = head + [10, 11] + mark              # "ka ki" + output mark
+    output = [40, 41]
+    assert auto_draft(typed, output, head + [10, 11, 12] + mark) == output   # one more kana
+    assert auto_draft(typed, output, head + [10] + mark) == output           # backspace
+    assert auto_draft(typed, output, head + [20, 21, 22, 23] + mark) == []   # another reading
 
 
 @given(draft=st.lists(st.integers(-3, 12), max_size=10))

@@ -112,12 +112,13 @@ def never_worse(items: Sequence[EvalItem], outputs: Sequence[Sequence[str]],
 
 
 def fit(items: list[EvalItem], evidence: list[list[Evidence]], dictionary: list[list[str]],
-        groups: Sequence[str] | None = None) -> dict:
+        groups: Sequence[str] | None = None, extra: Sequence[FusionWeights] = ()) -> dict:
     """The best grid point on these rows (never worse than the dictionary on any group when one
-    is), and whether it beats the dictionary significantly. groups: each row's dev set."""
+    is), and whether it beats the dictionary significantly. groups: each row's dev set; extra:
+    points tried besides the grid (e.g. the weights a rerank fine-tune learned)."""
     groups = list(groups) if groups is not None else ["all"] * len(items)
     best, best_key = NO_MODEL_SAY, (False, -1.0, -1.0)
-    for weights in grid_points():
+    for weights in [*grid_points(), *extra]:
         outputs = [ranked_surfaces(i, e, weights) for i, e in zip(items, evidence)]
         summary = summary_of(items, outputs)
         key = (never_worse(items, outputs, dictionary, groups), summary["acc1_nfkc"], summary["recall5"])

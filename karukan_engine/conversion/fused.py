@@ -205,8 +205,9 @@ class FusedConverter:
                 return self._verified(slots[0], request, base)[:n]
             ranked = self._reranked(slots[0], model, request, base, n)
             if self._chosen_before(request, base):
-                # the user's last choice for exactly this reading leads, whatever the weights (as
-                # in live conversion and the verify scheme); the base converter puts it first
+                # the user's last choice for exactly this reading (after this context, if one was
+                # made there) leads, whatever the weights (as in live conversion and the verify
+                # scheme); the base converter puts it first
                 ranked = unique_surfaces([base[0], *ranked])
             return ranked[:n]
         except NeuralError as exc:
@@ -216,7 +217,7 @@ class FusedConverter:
     def _chosen_before(self, request: ConversionRequest, base: Sequence[Candidate]) -> bool:
         learning = self.base.learning
         return bool(base and base[0].source == Source.LEARNING and learning is not None
-                    and base[0].surface in learning.lookup(request.reading))
+                    and base[0].surface in learning.lookup(request.reading, request.left_context))
 
     def _model_candidates(self, slot: ModelSlot, model, request: ConversionRequest) -> list[Candidate]:
         """The model's greedy and beam outputs for the trailing chunk (earlier chunks keep their

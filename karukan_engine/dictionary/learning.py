@@ -3,7 +3,11 @@
 Each pair keeps a use count and the tick (a counter of commits) of its last use. Within a
 reading the last used surface comes first (as in Mozc), then the more frequent; the store is
 bounded and evicts by a score that blends recency and frequency.
-It is saved atomically as JSON; a corrupt file is set aside and the store starts empty.
+A pair is also remembered with its left context (context_key: the last characters before it):
+when the same reading comes after the same context, that context's last choice comes first;
+elsewhere the per-reading order stands. Contexts are bounded and evicted the same way.
+It is saved atomically as JSON; a corrupt file is set aside and the store starts empty. Files
+without contexts (written before they existed) load as context-free history.
 Changes are saved in the background once they settle (see saver.py), never on the commit itself;
 flush() or close() write at once (shutdown).
 """
@@ -30,8 +34,13 @@ from karukan_engine.core.user_files import (
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 1   # "contexts" is an optional key: older versions ignore it, older files lack it
 DEFAULT_MAX_ENTRIES = 10000
+DEFAULT_MAX_CONTEXT_ENTRIES = 10000
+# A choice's context is the last this many characters before it: the end of the previous word
+# (a compound's last kanji and its particle, or a two-kanji word) without segmenting anything,
+# so the same rule holds for an earlier segment, an earlier commit and the application's text.
+CONTEXT_CHARS = 2
 # One more use counts as much as being this many commits more recent.
 FREQUENCY_WEIGHT = 10
 # Background saves: this long after the last change, and at most this long after the first
@@ -42,6 +51,13 @@ MAX_SAVE_DELAY_S = 30.0
 
 def default_path() -> Path:
     return data_dir() / "learning.json"
+
+
+def context_key(left_context: str) -> str:
+    """The context a choice is learned and looked up under: the end of the text left of it
+    ("" when there is none, or when it holds a control character: never stored)."""
+    key = left_context[-CONTEXT_CHARS:]
+    return "" if has_control_chars(key) else key
 
 
 @dataclass
@@ -61,13 +77,18 @@ class LearningStore:
     explicit save()/flush()/close() write."""
 
     def __init__(self, path: Path | None = None, max_entries: int = DEFAULT_MAX_ENTRIES,
-                 save_delay: float | None = SAVE_DELAY_S, max_save_delay: float = MAX_SAVE_DELAY_S) -> None:
+                 save_delay: float | None = SAVE_DELAY_S, max_save_delay: float = MAX_SAVE_DELAY_S,
+                 max_context_entries: int = DEFAULT_MAX_CONTEXT_ENTRIES) -> None:
         self.path = path if path is not None else default_path()
         self.max_entries = max_entries
+        self.max_context_entries = max_context_entries
         self._lock = threading.Lock()
         self._save_lock = threading.Lock()   # one save at a time; lookups go on meanwhile
         self._uses: dict[tuple[str, str], _Use] = {}
         self._by_reading: dict[str, set[str]] = {}
+        # the same pairs under their left context: (context, reading, surface)
+        self._in_context: dict[tuple[str, str, str], _Use] = {}
+        self._by_context: dict[tuple[str, str], set[str]] = {}
         self._tick = 0
         self.version = 0   # bumps on every change so callers can drop caches
         self._saved_version = 0
@@ -79,7 +100,12 @@ class LearningStore:
 
     # -- queries -------------------------------------------------------------------------------
     def __len__(self) -> int:
+        """Learned (reading, surface) pairs; their contexts are counted by context_entries."""
         return len(self._uses)
+
+    @property
+    def context_entries(self) -> int:
+        return len(self._in_context)
 
     @property
     def dirty(self) -> bool:
@@ -90,16 +116,32 @@ class LearningStore:
     def max_reading_length(self) -> int:
         return max((len(r) for r in self._by_reading), default=0)
 
-    def lookup(self, reading: str) -> list[str]:
-        """Surfaces learned for exactly this reading, best first: the last used (as in Mozc,
-        the last choice wins the next time), then the others by frequency and age (score)."""
+    def lookup(self, reading: str, left_context: str = "") -> list[str]:
+        """Surfaces learned for exactly this reading, best first: the last one chosen after this
+        left context (chosen_after) if any, else the last used (as in Mozc, the last choice wins
+        the next time), then the others by frequency and age (score)."""
+        first = self.chosen_after(reading, left_context)
         with self._lock:
             uses = {s: self._uses[(reading, s)] for s in self._by_reading.get(reading, ())}
-        if not uses:
-            return []
-        last = max(uses, key=lambda s: (uses[s].last, s))
-        older = sorted((s for s in uses if s != last), key=lambda s: (-uses[s].score(), s))
-        return [last, *older]
+        ordered = [] if first is None else [first]
+        if uses:
+            last = max(uses, key=lambda s: (uses[s].last, s))
+            older = sorted((s for s in uses if s != last), key=lambda s: (-uses[s].score(), s))
+            ordered += [s for s in (last, *older) if s not in ordered]
+        return ordered
+
+    def chosen_after(self, reading: str, left_context: str) -> str | None:
+        """The surface last chosen for this reading after this left context (context_key);
+        None when it was never chosen there, or when the context is the reading's own word
+        again (see _echoes)."""
+        key = context_key(left_context)
+        if not key:
+            return None
+        with self._lock:
+            here = {s: self._in_context[(key, reading, s)].last for s in self._by_context.get((key, reading), ())}
+            if not here or _echoes(key, self._by_reading.get(reading, set()) | here.keys()):
+                return None
+        return max(here, key=lambda s: (here[s], s))
 
     def prefix_lookup(self, prefix: str, limit: int = 20) -> list[tuple[str, str]]:
         """(reading, surface) pairs whose reading starts with prefix, best first."""
@@ -109,27 +151,30 @@ class LearningStore:
             return pairs[:limit]
 
     # -- updates -------------------------------------------------------------------------------
-    def record(self, reading: str, surface: str) -> None:
+    def record(self, reading: str, surface: str, left_context: str = "") -> None:
+        """One committed choice; also under its left context when there is one (context_key)."""
         if not _good_entry([reading, surface, 1, 0]):   # what the next load would refuse is never kept
             return
+        key = context_key(left_context)
         with self._lock:
             self._tick += 1
-            use = self._uses.get((reading, surface))
-            if use is None:
-                self._uses[(reading, surface)] = _Use(1, self._tick)
-                self._by_reading.setdefault(reading, set()).add(surface)
-            else:
-                use.count += 1
-                use.last = self._tick
-            self._evict()
+            _use_again(self._uses, self._by_reading, (reading, surface), reading, surface, self._tick)
+            if key and not _echoes(key, self._by_reading[reading]):
+                _use_again(self._in_context, self._by_context, (key, reading, surface), (key, reading),
+                           surface, self._tick)
+            self._evict(keep=(reading, surface), keep_in_context=(key, reading, surface))
             self.version += 1
         self._changed()
 
     def forget(self, reading: str, surface: str) -> bool:
+        """Drop a pair, in every context too."""
         with self._lock:
             if self._uses.pop((reading, surface), None) is None:
                 return False
-            self._unindex(reading, surface)
+            _unindex(self._by_reading, reading, surface)
+            for key in [k for k in self._in_context if k[1:] == (reading, surface)]:
+                del self._in_context[key]
+                _unindex(self._by_context, key[:2], surface)
             self.version += 1
         self._changed()
         return True
@@ -138,24 +183,20 @@ class LearningStore:
         with self._lock:
             self._uses.clear()
             self._by_reading.clear()
+            self._in_context.clear()
+            self._by_context.clear()
             self.version += 1
         self._changed()
 
-    def _evict(self) -> None:
-        excess = len(self._uses) - self.max_entries
-        if excess <= 0:
-            return
-        excess += self.max_entries // 10   # a little slack so a full store does not sort per commit
-        for key in sorted(self._uses, key=lambda k: self._uses[k].score())[:excess]:
+    def _evict(self, keep: tuple = (), keep_in_context: tuple = ()) -> None:
+        """Bring both tables under their bounds; `keep` (the choice just made) always stays, so
+        the last choice wins the next time even in a full store."""
+        for key in _weakest(self._uses, self.max_entries, keep):
             del self._uses[key]
-            self._unindex(*key)
-
-    def _unindex(self, reading: str, surface: str) -> None:
-        surfaces = self._by_reading.get(reading)
-        if surfaces is not None:
-            surfaces.discard(surface)
-            if not surfaces:
-                del self._by_reading[reading]
+            _unindex(self._by_reading, key[0], key[1])
+        for key in _weakest(self._in_context, self.max_context_entries, keep_in_context):
+            del self._in_context[key]
+            _unindex(self._by_context, key[:2], key[2])
 
     # -- persistence ---------------------------------------------------------------------------
     def _changed(self) -> None:
@@ -175,6 +216,7 @@ class LearningStore:
                     "format": FORMAT,
                     "tick": self._tick,
                     "entries": [[r, s, u.count, u.last] for (r, s), u in self._uses.items()],
+                    "contexts": [[c, r, s, u.count, u.last] for (c, r, s), u in self._in_context.items()],
                 }
             data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             try:
@@ -220,7 +262,7 @@ class LearningStore:
                 self._read_only = True
             return
         try:
-            tick, uses, skipped = parse_payload(raw)
+            tick, uses, in_context, skipped = parse_payload(raw)
         except Exception as exc:   # any damage: syntax, NaN/1e400, nesting (RecursionError), memory
             # our own messages and JSON's (positions only) quote nothing from the file
             why = str(exc) if isinstance(exc, (LearningFormatError, json.JSONDecodeError)) else type(exc).__name__
@@ -233,7 +275,45 @@ class LearningStore:
         self._uses = uses
         for reading, surface in uses:
             self._by_reading.setdefault(reading, set()).add(surface)
+        self._in_context = in_context
+        for key, reading, surface in in_context:
+            self._by_context.setdefault((key, reading), set()).add(surface)
         self._evict()
+
+
+def _echoes(key: str, surfaces) -> bool:
+    """Whether a context key overlaps the end of one of the reading's own spellings: the same
+    word typed again (鏡は after 鏡は). Such a context says nothing about which spelling is meant,
+    and would let an old repeat outvote the last choice, so it is neither learned nor used."""
+    return any(key.endswith(s) or s.endswith(key) for s in surfaces)
+
+
+def _use_again(uses: dict, index: dict, key: tuple, group, surface: str, tick: int) -> None:
+    """Count one more use of `key` at `tick`; a new key joins its group in `index`."""
+    use = uses.get(key)
+    if use is None:
+        uses[key] = _Use(1, tick)
+        index.setdefault(group, set()).add(surface)
+    else:
+        use.count += 1
+        use.last = tick
+
+
+def _unindex(index: dict, group, surface: str) -> None:
+    surfaces = index.get(group)
+    if surfaces is not None:
+        surfaces.discard(surface)
+        if not surfaces:
+            del index[group]
+
+
+def _weakest(uses: dict, bound: int, keep: tuple = ()) -> list:
+    """The keys to evict to bring `uses` under `bound`, lowest score first, never `keep`."""
+    excess = len(uses) - bound
+    if excess <= 0:
+        return []
+    excess += bound // 10   # a little slack so a full store does not sort per commit
+    return sorted((k for k in uses if k != keep), key=lambda k: uses[k].score())[:excess]
 
 
 MAX_FIELD_CHARS = 1024   # above the session's longest composition (1000)
@@ -243,16 +323,19 @@ class LearningFormatError(ValueError):
     """The learning file parses but is not a learning history (the message quotes nothing)."""
 
 
-def parse_payload(raw: bytes) -> tuple[int, dict[tuple[str, str], _Use], int]:
-    """(tick, uses, entries skipped) of a learning file; ValueError etc. when the file as a whole
-    is unusable. Entries that are not [reading, surface, count >= 1, last >= 0] are skipped."""
+def parse_payload(raw: bytes) -> tuple[int, dict[tuple[str, str], _Use], dict[tuple[str, str, str], _Use], int]:
+    """(tick, uses, uses in context, entries skipped) of a learning file; ValueError etc. when
+    the file as a whole is unusable. Entries that are not [reading, surface, count >= 1,
+    last >= 0], and contexts that are not [context, reading, surface, count >= 1, last >= 0],
+    are skipped. A file without "contexts" (an older one) has none."""
     payload = json.loads(raw.decode("utf-8"))   # NaN, Infinity, 1e400 come as floats: never counts
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise LearningFormatError("not a format 1 learning history")
-    tick, entries = payload.get("tick"), payload.get("entries")
-    if type(tick) is not int or tick < 0 or not isinstance(entries, list):
-        raise LearningFormatError("its tick or entries are not usable")
+    tick, entries, contexts = payload.get("tick"), payload.get("entries"), payload.get("contexts", [])
+    if type(tick) is not int or tick < 0 or not isinstance(entries, list) or not isinstance(contexts, list):
+        raise LearningFormatError("its tick, entries or contexts are not usable")
     uses: dict[tuple[str, str], _Use] = {}
+    in_context: dict[tuple[str, str, str], _Use] = {}
     skipped = 0
     for entry in entries:
         if not _good_entry(entry):
@@ -261,7 +344,33 @@ def parse_payload(raw: bytes) -> tuple[int, dict[tuple[str, str], _Use], int]:
         reading, surface, count, last = entry
         uses[(reading, surface)] = _Use(count, last)
         tick = max(tick, last)
-    return tick, uses, skipped
+    for entry in contexts:
+        if not (isinstance(entry, list) and len(entry) == 5 and _good_context(entry[0])
+                and (_good_counts(entry[3], entry[4]) if _known_pair(entry, uses) else _good_entry(entry[1:]))):
+            skipped += 1
+            continue
+        key, reading, surface, count, last = entry
+        in_context[(key, reading, surface)] = _Use(count, last)
+        tick = max(tick, last)
+    return tick, uses, in_context, skipped
+
+
+def _known_pair(entry: list, uses: dict) -> bool:
+    """Whether a context entry's (reading, surface) is an entry already checked (most are: the
+    strings need no second check, which halves the load time of a full file)."""
+    pair = (entry[1], entry[2])
+    try:
+        return pair in uses
+    except TypeError:   # an unhashable field (a list): not an entry that passed
+        return False
+
+
+def _good_counts(count: object, last: object) -> bool:
+    return type(count) is int and type(last) is int and 0 < count < 2**53 and 0 <= last < 2**53
+
+
+def _good_context(key: object) -> bool:
+    return isinstance(key, str) and 0 < len(key) <= MAX_FIELD_CHARS and not has_control_chars(key)
 
 
 def _good_entry(entry: object) -> bool:
@@ -270,5 +379,4 @@ def _good_entry(entry: object) -> bool:
     reading, surface, count, last = entry
     return (isinstance(reading, str) and isinstance(surface, str)
             and 0 < len(reading) <= MAX_FIELD_CHARS and 0 < len(surface) <= MAX_FIELD_CHARS
-            and not has_control_chars(reading) and not has_control_chars(surface)
-            and type(count) is int and type(last) is int and 0 < count < 2**53 and 0 <= last < 2**53)
+            and not has_control_chars(reading) and not has_control_chars(surface) and _good_counts(count, last))

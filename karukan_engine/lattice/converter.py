@@ -3,7 +3,8 @@
 convert(): best path (Viterbi) -> bunsetsu segments (Mozc's segmenter rules, user-fixed
 boundaries kept); each segment's candidates are the N-best spellings of its span inside one
 bunsetsu, between its neighbours on the best path, followed by learned words and variants; the
-user's last choice for a segment's reading comes first (as in Mozc).
+user's last choice for a segment's reading comes first (as in Mozc), and the last choice after
+the same left context (the end of the text before the segment) before that.
 They are computed lazily (LazyCandidates): a segment costs a search only when its list is read.
 candidates(): N-best whole-reading paths, deduplicated by surface (led by live()'s text).
 """
@@ -18,7 +19,7 @@ from typing import Sequence
 
 from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.core.types import Candidate, ConversionRequest, LazyCandidates, Segment, Source
-from karukan_engine.dictionary.learning import LearningStore
+from karukan_engine.dictionary.learning import LearningStore, context_key
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.dictionary.user_dictionary import UserDictionary
 from karukan_engine.lattice.candidate_filter import SegmentFilter, Spelling
@@ -96,7 +97,8 @@ class LatticeConverter:
     def _analyse(self, request: ConversionRequest) -> _Analysis:
         cuts = fixed_cuts(len(request.reading), tuple(request.fixed_lengths))
         start = self.context.left_neighbours(request.left_context) if self.use_context else START
-        key = (request.reading, tuple(cuts), start, self._versions())
+        # the learned choice after a context depends on the context's last characters
+        key = (request.reading, tuple(cuts), start, context_key(request.left_context), self._versions())
         with self._lock:
             if self._cache is not None and self._cache[0] == key:
                 return self._cache[1]
@@ -111,7 +113,7 @@ class LatticeConverter:
     def live(self, request: ConversionRequest) -> str:
         if not request.reading:
             return ""
-        return self._live_text(request.reading, self._analyse(request))
+        return self._live_text(request, self._analyse(request))
 
     def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
         if not request.reading or n <= 0:
@@ -119,7 +121,7 @@ class LatticeConverter:
         analysis = self._analyse(request)
         found = []
         seen: set[str] = set()
-        top = self._live_text(request.reading, analysis)
+        top = self._live_text(request, analysis)
         if top != "".join(analysis.lattice.surface(node) for node in analysis.path):
             # a segment's last learned choice replaced what the path spelled: it leads here too
             found.append(Candidate(top, "", Source.LEARNING))
@@ -139,17 +141,17 @@ class LatticeConverter:
             return []
         analysis = self._analyse(request)
         if analysis.segments is None:
-            analysis.segments = self._segments(request.reading, analysis)
+            analysis.segments = self._segments(request, analysis)
         return list(analysis.segments)
 
-    def _live_text(self, reading: str, analysis: _Analysis) -> str:
+    def _live_text(self, request: ConversionRequest, analysis: _Analysis) -> str:
         if self.learning is None or not len(self.learning):
             # nothing learned: the path's text (no segmentation needed, so live conversion never
             # unpacks the segmenter table)
             return "".join(analysis.lattice.surface(node) for node in analysis.path)
-        return "".join(seg[2].surface for seg in self._best(reading, analysis))
+        return "".join(seg[2].surface for seg in self._best(request, analysis))
 
-    def _best(self, reading: str, analysis: _Analysis) -> list[tuple[int, int, Candidate, tuple, int]]:
+    def _best(self, request: ConversionRequest, analysis: _Analysis) -> list[tuple[int, int, Candidate, tuple, int]]:
         """The segments of the best path: (start, end, first candidate, left neighbours, right
         neighbour's lid) each.
 
@@ -158,28 +160,41 @@ class LatticeConverter:
         conversion still converts into its bunsetsu). A segment's first candidate is what the
         path spells there, unless the user's last choice for exactly that reading was something
         else: then the last choice leads, as in Mozc (the learned nodes' costs favour it, but the
-        connections to its neighbours can still tip the path to an older choice)."""
+        connections to its neighbours can still tip the path to an older choice). The last
+        choice after the text left of the segment (the request's left context, then the
+        segments before it) comes before the per-reading one."""
         if analysis.best is not None:
             return analysis.best
+        reading = request.reading
         lattice, space = analysis.lattice, analysis.space
         pieces = []   # (start, end, lid, rid, surface, source)
-        for x in analysis.path:
-            start, end, source = int(space.start[x]), int(space.end[x]), lattice.source(x)
-            words = (self._learned.words(reading[start:end], lattice.surface(x))
-                     if source == Source.LEARNING and self._learned is not None else ())
-            if len(words) > 1:
-                pieces += [(start + a, start + b, lid, rid, surface, source) for a, b, lid, rid, surface in words]
-            else:
-                pieces.append((start, end, int(space.lid[x]), int(space.rid[x]), lattice.surface(x), source))
+        phrase = (self.learning.chosen_after(reading, request.left_context)
+                  if self.learning is not None and self._learned is not None and not analysis.cuts else None)
+        if phrase is not None:
+            # this whole reading was chosen after this same context before: that choice, as the
+            # dictionary words that spell it, whatever the path (whose learned nodes know no context)
+            pieces = [(a, b, lid, rid, surface, Source.LEARNING)
+                      for a, b, lid, rid, surface in self._learned.words(reading, phrase)]
+        else:
+            for x in analysis.path:
+                start, end, source = int(space.start[x]), int(space.end[x]), lattice.source(x)
+                words = (self._learned.words(reading[start:end], lattice.surface(x))
+                         if source == Source.LEARNING and self._learned is not None else ())
+                if len(words) > 1:
+                    pieces += [(start + a, start + b, lid, rid, surface, source) for a, b, lid, rid, surface in words]
+                else:
+                    pieces.append((start, end, int(space.lid[x]), int(space.rid[x]), lattice.surface(x), source))
         spans = segment_spans([p[0] for p in pieces], [p[1] for p in pieces], [p[2] for p in pieces],
                               [p[3] for p in pieces], self.dictionary.segmenter, len(reading), analysis.cuts)
         result = []
+        left_text = request.left_context
         for lo, hi in spans:
             inner = [p for p in pieces if lo <= p[0] and p[1] <= hi]
             best = Candidate("".join(p[4] for p in inner), "", _first_source(p[5] for p in inner))
-            learned = self.learning.lookup(reading[lo:hi]) if self.learning is not None else []
+            learned = self.learning.lookup(reading[lo:hi], left_text) if self.learning is not None and phrase is None else []
             if learned and learned[0] != best.surface:
                 best = Candidate(learned[0], "", Source.LEARNING)
+            left_text += best.surface
             before = [p for p in pieces if p[1] == lo]
             after = [p for p in pieces if p[0] == hi]
             left = ((before[-1][3], 0),) if before else space.bos_choices
@@ -187,11 +202,11 @@ class LatticeConverter:
         analysis.best = result
         return result
 
-    def _segments(self, reading: str, analysis: _Analysis) -> list[Segment]:
-        lattice = analysis.lattice
+    def _segments(self, request: ConversionRequest, analysis: _Analysis) -> list[Segment]:
+        reading, lattice = request.reading, analysis.lattice
         versions = self._versions()
         segments = []
-        for lo, hi, best, left, eos_lid in self._best(reading, analysis):
+        for lo, hi, best, left, eos_lid in self._best(request, analysis):
             key = (reading[lo:hi], left, eos_lid, best, versions)
             with self._lock:
                 candidates = self._segment_cache.get(key)
@@ -206,17 +221,21 @@ class LatticeConverter:
         return segments
 
     def record(self, pairs: Sequence[tuple[str, str]], left_context: str = "") -> None:
-        """Learn in memory; the store writes its file in the background (never on this key)."""
+        """Learn in memory; the store writes its file in the background (never on this key).
+        Each segment is learned after its left context: the text before the commit, then the
+        segments committed before it."""
         if self.learning is None:
             return
         pairs = [(reading, surface) for reading, surface in pairs if reading and surface]
+        left = left_context
         for reading, surface in pairs:
-            self.learning.record(reading, surface)
+            self.learning.record(reading, surface, left)
+            left += surface
         whole = "".join(reading for reading, _ in pairs)
         if len(pairs) > 1 and self.learning.lookup(whole):
             # The whole reading was learned as one phrase (a live conversion committed as it
             # stood): the phrase follows the last choice too, or its older spelling would compete.
-            self.learning.record(whole, "".join(surface for _, surface in pairs))
+            self.learning.record(whole, "".join(surface for _, surface in pairs), left_context)
 
     def save(self) -> bool:
         """Write pending learning now. True when everything is on disk."""

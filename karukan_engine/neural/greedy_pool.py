@@ -30,13 +30,19 @@ MAX_BATCH = 256
 # then fit), up to this many cells; beyond it only the calling owners are sized for.
 MAX_POOL_CELLS = 8192
 SAVED_STATES = 32  # evicted owners' sequence states kept (least recently used dropped)
-# The previous output is the automatic draft only when at most this many tokens at the end of the
-# new prompt differ from the previous prompt. Typing or deleting a kana changes 1-2 tokens (kana +
-# output mark; a BPE merge across the edit may add one). Measured with the bundled model on
-# dev-set typing (examples/speculative_bench.py, second table): after 1-2 changed tokens the draft
-# had 3.2-3.8 tokens accepted and cost 0.76-1.0x no draft; after a new sentence with a new left
-# context (>= 9 changed) nothing was accepted and the wasted batch cost 1.47x.
-AUTO_DRAFT_MAX_CHANGED = 3
+# The previous output is the automatic draft only when at most this many tokens of the new
+# prompt changed: the tokens after the prefix it shares with the previous prompt, less the tokens
+# both share at their end (at most SHARED_END_TOKENS). Every prompt ends with the output mark:
+# one token where the vocabulary has one, three UTF-8 byte tokens where it has not (the zenz /
+# jinen v1 vocabulary), so typing a kana changes 1 token (2 when a BPE merge crosses the edit)
+# and deleting one 0 in every family. Counting the mark as a change, as this rule first did,
+# never let a zenz-family model draft (examples/draft_acceptance_bench.py: 0 of 360 jobs). With
+# single-token marks the limit is the one measured with the bundled model on dev-set typing
+# (examples/speculative_bench.py, second table, where the mark counted: 1-2 changed tokens had
+# 3.2-3.8 draft tokens accepted at 0.76-1.0x the cost of no draft; a new sentence with a new
+# left context, >= 9, nothing accepted at 1.47x).
+AUTO_DRAFT_MAX_CHANGED = 2
+SHARED_END_TOKENS = 3  # the longest output mark: U+EE01 as UTF-8 bytes
 
 Result = tuple[list[int], float, bool]  # tokens without the stop token, summed log p, stopped
 
@@ -45,6 +51,14 @@ def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
     n = min(len(a), len(b))
     i = 0
     while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def common_suffix_len(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[len(a) - 1 - i] == b[len(b) - 1 - i]:
         i += 1
     return i
 
@@ -60,7 +74,9 @@ def pool_context_size(needed: int, slots: int) -> ContextSize:
 
 def auto_draft(previous_prompt: Sequence[int], previous_output: Sequence[int], prompt: Sequence[int]) -> list[int]:
     """The previous output when `prompt` is a near continuation of `previous_prompt`, else []."""
-    changed = len(prompt) - common_prefix_len(previous_prompt, prompt)
+    shared = common_prefix_len(previous_prompt, prompt)
+    shared_end = min(SHARED_END_TOKENS, common_suffix_len(previous_prompt[shared:], prompt[shared:]))
+    changed = len(prompt) - shared - shared_end
     return list(previous_output) if previous_prompt and changed <= AUTO_DRAFT_MAX_CHANGED else []
 
 

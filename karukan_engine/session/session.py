@@ -233,6 +233,9 @@ class Session:
         returned; None when nothing changed on screen.
         """
         password = field.password
+        if (self._private or self._password) and not (field.private or password):
+            # text typed while the field was private must not become a learned choice's context
+            self._left_context = ""
         self._private = field.private
         if password and not self._password and self._state in (State.COMPOSITION, State.CONVERSION,
                                                                 State.SUGGESTION):

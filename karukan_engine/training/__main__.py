@@ -1,7 +1,8 @@
 """`python -m karukan_engine.training STAGE`: run one stage of the model pipeline, or all of them.
 
 Stages (each caches its output under the work directory and is skipped when it exists, unless
---force): corpus, readings, pairs, train, export, eval; `all` runs them in order.
+--force): corpus, readings, pairs, train, pools, rerank, export, eval; `all` runs them in order.
+`export` exports the `rerank` stage's weights when that stage has run, else `train`'s.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ MODEL_LICENCE = "CC-BY-SA-4.0"
 MODEL_DESCRIPTION = ("Character-level kana-kanji model (jinen/zenz-v3 prompt) trained by Karukan on "
                      "RealPersonaChat, Tatoeba, Japanese Wikipedia (JGLUE, Kyoto Wikipedia Annotated "
                      "Corpus) and Aozora Bunko; CC BY-SA 4.0; see docs/model-card.md")
-STAGES = ("corpus", "readings", "pairs", "train", "export", "eval")
+STAGES = ("corpus", "readings", "pairs", "train", "pools", "rerank", "export", "eval")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,8 +46,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--quant", default="q8_0", help="f32, f16, q8_0, q5_0 or q4_0")
     parser.add_argument("--model-dir", type=Path, default=PACKAGE_MODEL_DIR,
                         help="where export writes <name>.gguf + tokenizer.json (default: package data)")
+    parser.add_argument("--pool-pairs", type=int, default=20000,
+                        help="training pairs sampled for the rerank pools (the stage resumes where an "
+                             "interrupted run stopped; rerank uses the pools written so far)")
+    parser.add_argument("--rerank-minutes", type=float, default=40.0, help="rerank fine-tune budget")
     parser.add_argument("--eval-limit", type=int, default=500, help="items per evaluation set")
     return parser
+
+
+def final_weights() -> Path:
+    """The weights the model directory is exported from: the rerank fine-tune's when it ran."""
+    reranked = stage_dir("rerank") / "model.pt"
+    return reranked if reranked.exists() else stage_dir("train") / "model.pt"
 
 
 def run_stage(stage: str, args: argparse.Namespace) -> None:
@@ -71,15 +82,33 @@ def run_stage(stage: str, args: argparse.Namespace) -> None:
                            n_head=args.n_head, lr=args.lr, threads=args.threads, device=args.device,
                            tokens_per_batch=args.tokens_per_batch, vocab_size=args.vocab_size,
                            context_weight=args.context_weight))
+    elif stage == "pools":
+        from karukan_engine.training.pools import build_pools
+
+        out = stage_dir("pools") / "pools.jsonl"
+        if args.force:
+            for stale in (out, out.with_suffix(".done")):
+                stale.unlink(missing_ok=True)
+        # The pools are what the *trained* model proposes and how the engine ranks it.
+        from karukan_engine.training.export import export_model_dir
+
+        scratch = export_model_dir(stage_dir("train") / "model.pt", stage_dir("pools") / "model",
+                                   MODEL_NAME, args.quant).parent
+        build_pools(args.pool_pairs, threads=args.threads, model_dir=scratch)
+    elif stage == "rerank":
+        from karukan_engine.training.rerank_train import RerankOptions, rerank_train
+
+        rerank_train(RerankOptions(minutes=args.rerank_minutes, threads=args.threads))
     elif stage == "export":
         from karukan_engine.training.export import export_model_dir
 
-        export_model_dir(stage_dir("train") / "model.pt", args.model_dir, MODEL_NAME, args.quant,
-                         MODEL_LICENCE, MODEL_DESCRIPTION)
+        weights = final_weights()
+        print(f"export: {weights.parent.name}/{weights.name}", file=sys.stderr)
+        export_model_dir(weights, args.model_dir, MODEL_NAME, args.quant, MODEL_LICENCE, MODEL_DESCRIPTION)
     elif stage == "eval":
         from karukan_engine.training.evaluate import evaluate
 
-        report = evaluate(args.model_dir, stage_dir("train") / "model.pt", limit=args.eval_limit,
+        report = evaluate(args.model_dir, final_weights(), limit=args.eval_limit,
                           threads=args.threads)
         print(json.dumps(report, ensure_ascii=False, indent=1))
 

@@ -222,6 +222,8 @@ class WorkerBatches:
             process.join(timeout=1)
             if process.is_alive():
                 process.terminate()
+                # Reap it: a loader still importing torch on a busy machine outlives the wait above.
+                process.join(timeout=5)
 
 
 def open_batches(options: GpuOptions, data, log) -> tuple[Iterator[Batch], WorkerBatches | None]:

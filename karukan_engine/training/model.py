@@ -39,12 +39,15 @@ class Block(nn.Module):
         self.ffn_up = nn.Linear(d, 4 * d)
         self.ffn_down = nn.Linear(4 * d, d)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         batch, length, d = x.shape
         q, k, v = self.attn_qkv(self.attn_norm(x)).split(d, dim=2)
         shape = (batch, length, self.n_head, d // self.n_head)
         q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if mask is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])
         x = x + self.attn_output(y.transpose(1, 2).reshape(batch, length, d))
         return x + self.ffn_down(F.gelu(self.ffn_up(self.ffn_norm(x)), approximate="tanh"))
 
@@ -80,7 +83,18 @@ class CharGPT(nn.Module):
         if length > self.config.n_ctx:
             raise ValueError(f"sequence of {length} tokens exceeds n_ctx {self.config.n_ctx}")
         positions = torch.arange(length, device=ids.device)
+        return self.logits(self.hidden(ids, positions))
+
+    def hidden(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Final hidden states [batch, length, d]. Without `mask` attention is causal; with one
+        (bool [batch, length, length], True = may attend) and per-token `positions`, several
+        continuations of one prompt can share a row (training/rerank_train.py packs them so)."""
+        if int(positions.max()) >= self.config.n_ctx:
+            raise ValueError(f"position {int(positions.max())} exceeds n_ctx {self.config.n_ctx}")
         x = self.token_embd(ids) + self.position_embd(positions)
         for block in self.blocks:
-            x = block(x)
-        return self.output_norm(x) @ self.token_embd.weight.T
+            x = block(x, mask)
+        return self.output_norm(x)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return hidden @ self.token_embd.weight.T
