@@ -43,7 +43,7 @@ sys.path.insert(0, str(REPO / "examples"))
 from karukan_engine.session import Session  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
 
-from session_bench import SENTENCES as SESSION_SENTENCES, percentile  # noqa: E402
+from session_bench import KEY_PATH_CONFIG, SENTENCES as SESSION_SENTENCES, percentile  # noqa: E402
 
 WARM_UP = "korehaundoushitemiruyoteidesu"
 # The session benchmark's first six sentences: fewer keys, as each one runs a large model.
@@ -101,7 +101,7 @@ def measure(converter) -> dict[str, list[tuple[float, ...]]]:
     from karukan_engine.neural.runtime import decode_cpu_seconds
 
     meters = instrument(converter)
-    session = Session(converter)
+    session = Session(converter, KEY_PATH_CONFIG)
     for _, keysym, mods in parse_keys(WARM_UP + "<space><Return>"):
         session.process_key(keysym, mods)
     rows: dict[str, list[tuple[float, float, float]]] = {"typing": [], "model key": [], "convert": []}

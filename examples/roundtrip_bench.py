@@ -7,7 +7,10 @@ a "pass-through" key is one the engine declines (Left with nothing composed). Co
 applications typing at once, every key's latency pooled. "unexpected" counts keys that were
 answered otherwise (a handled key passed through because the engine missed the frontend's timeout).
 
-    python examples/roundtrip_bench.py [--keys 400] [--json out.json]
+    python examples/roundtrip_bench.py [--keys 400] [--json out.json] [--no-suggest]
+
+--no-suggest writes `[suggest] enabled = false` into the private HOME's config first (the
+engines then find no completions), to compare the key round trip with and without them.
 """
 
 from __future__ import annotations
@@ -139,14 +142,20 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--paths", default="service,fcitx5,ibus-inprocess,ibus-service",
                         help="comma-separated subset of: service, fcitx5, ibus-inprocess, ibus-service")
+    parser.add_argument("--no-suggest", action="store_true", help="measure with suggestions turned off")
     args = parser.parse_args()
     paths = set(args.paths.split(","))
     results: dict = {
         "keys": args.keys, "machine": {"cpus": os.cpu_count(), "load_1min": os.getloadavg()[0],
                                        "python": platform.python_version()},
-        "note": "dictionary only (--no-model): no model work per key",
+        "note": "dictionary only (--no-model): no model work per key; suggestions "
+                + ("off" if args.no_suggest else "on"),
     }
     with HeadlessDesktop() as desktop:
+        if args.no_suggest:
+            config = Path(desktop.env["XDG_CONFIG_HOME"]) / "karukan" / "config.toml"
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text("[suggest]\nenabled = false\n", encoding="utf-8")
         desktop.start_session_bus()
         old_env = dict(os.environ)
         os.environ.update(desktop.env)

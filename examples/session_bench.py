@@ -33,6 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from karukan_engine.config import Config, SuggestSettings  # noqa: E402
 from karukan_engine.conversion.plain import PlainConverter  # noqa: E402
 from karukan_engine.session import Session  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
@@ -55,8 +56,13 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+# The key path as the engine service runs it: suggestions are found off it (suggest_bench.py
+# times them), so this session does without them rather than find them synchronously.
+KEY_PATH_CONFIG = Config(suggest=SuggestSettings(enabled=False))
+
+
 def measure(converter, repeats: int) -> dict[str, list[float]]:
-    session = Session(converter)
+    session = Session(converter, KEY_PATH_CONFIG)
     times: dict[str, list[float]] = {"typing": [], "convert": [], "commit": []}
     keys = {s: list(parse_keys(s + "<space><Return>")) for s in SENTENCES}
     for s in SENTENCES:  # warm-up: caches, lazy loads

@@ -26,13 +26,22 @@ from ime_frontend.fair import FairExecutor
 from ime_frontend.toolkit import field_privacy, session_key_state
 from karukan_engine.config import Config, ConfigError
 from karukan_engine.conversion.contracts import EngineConverter
-from karukan_engine.conversion.live_service import ContextId, LiveLink, LiveService, LiveUpdate
+from karukan_engine.conversion.live_service import (
+    SUGGESTION_DELAY_S,
+    ContextId,
+    LiveLink,
+    LiveService,
+    LiveUpdate,
+    SuggestionUpdate,
+)
 from karukan_engine.session import Session
 from karukan_engine.session.view import View
 
 log = logging.getLogger(__name__)
 
 ViewListener = Callable[[View], None]
+# How many times deferred work waits again for the session workers to be free (then it runs).
+MAX_POSTPONES = 20
 
 
 class ContextHost:
@@ -53,26 +62,54 @@ class ContextHost:
         self._on_update = on_update
         self._live = live
         self._tasks: set[asyncio.Task] = set()
+        # Work the session's live link deferred during a call (suggestion requests): started
+        # from the loop once the call's view is back, so it never competes with the call.
+        self._deferred: list[tuple[int, Callable[[], None]]] = []
         self.closed = False
         self.last_used = time.monotonic()   # when a call last started or ended (eviction order)
         if live is not None:
-            session.attach_live(LiveLink(live, context_id, self.deliver))
+            session.attach_live(LiveLink(live, context_id, self.deliver,
+                                         lambda epoch, work: self._deferred.append((epoch, work))))
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> View:
         """Run fn(session, *args) on the worker; return the session's view afterwards."""
         self.last_used = time.monotonic()
         try:
             async with self._lock:
-                return await self._loop.run_in_executor(self._executor, _invoke, self._session, fn, args)
+                view = await self._loop.run_in_executor(self._executor, _invoke, self._session, fn, args)
+                self._start_deferred()
+                return view
         finally:
             self.last_used = time.monotonic()
+
+    def _start_deferred(self) -> None:
+        # Later than the reply: the frontend sends it as soon as this call returns.
+        while self._deferred:
+            epoch, work = self._deferred.pop(0)
+            self._loop.call_later(SUGGESTION_DELAY_S, self._run_deferred, epoch, work, 0)
+
+    def _run_deferred(self, epoch: int, work: Callable[[], None], postponed: int) -> None:
+        if self.closed or self._live is None or self._live.scheduler.epoch(self.context_id) != epoch:
+            return   # a newer event came: the work is moot
+        if postponed < MAX_POSTPONES and self._keys_waiting():
+            # Keys of other contexts wait for the session workers: they go first, and a search
+            # now would hold the GIL against them.
+            self._loop.call_later(SUGGESTION_DELAY_S, self._run_deferred, epoch, work, postponed + 1)
+            return
+        try:
+            work()
+        except RuntimeError:   # the scheduler has shut down
+            pass
+
+    def _keys_waiting(self) -> bool:
+        return isinstance(self._executor, FairExecutor) and self._executor.queued > 0
 
     @property
     def busy(self) -> bool:
         """A call is running or waiting: the context is in use right now."""
         return self._lock.locked()
 
-    def deliver(self, update: LiveUpdate) -> None:
+    def deliver(self, update: LiveUpdate | SuggestionUpdate) -> None:
         """Any thread (a scheduler worker): a model update for this context. It travels as a
         value; the session sees it only on its own worker, in order with the keys."""
         if self.closed:
@@ -82,12 +119,12 @@ class ContextHost:
         except RuntimeError:  # the event loop has ended (shutting down): nobody to show it to
             pass
 
-    def _start_apply(self, update: LiveUpdate) -> None:
+    def _start_apply(self, update: LiveUpdate | SuggestionUpdate) -> None:
         task = self._loop.create_task(self._apply(update))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _apply(self, update: LiveUpdate) -> None:
+    async def _apply(self, update: LiveUpdate | SuggestionUpdate) -> None:
         async with self._lock:
             if self.closed:
                 return

@@ -118,6 +118,12 @@ class FairExecutor(Executor):
         for thread in self._threads:
             thread.start()
 
+    @property
+    def queued(self) -> int:
+        """Calls waiting for a worker (not counting the ones running)."""
+        with self._cond:
+            return len(self._queue)
+
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         future: Future = Future()
         lane = self._lane()

@@ -7,7 +7,9 @@ proxy are built from these rows, so adding a session call is one row here plus t
 (and the fcitx5 addon, if it uses the call; a test checks the addon against the XML).
 
 The wire protocol is fixed: the fcitx5 addon and released clients send exactly these
-signatures.
+signatures. The view they read back (wire.VIEW_SIG) grew the suggestion list; an addon built
+before that cannot read it, so `karukan install` (which builds the addon from this tree) must
+run again after an update.
 """
 
 from __future__ import annotations

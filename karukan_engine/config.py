@@ -1,7 +1,7 @@
 """The user's configuration: one TOML file with defaults and validation.
 
 Location: $KARUKAN_CONFIG, else $XDG_CONFIG_HOME/karukan/config.toml (~/.config/...).
-This module validates the tables the session owns — [input], [session], [learning] — and keeps
+This module validates the tables the session owns — [input], [session], [learning], [suggest] — and keeps
 every other table (e.g. [conversion], [models]) as parsed TOML in `Config.sections` for the layer
 that owns it to validate.
 
@@ -80,6 +80,15 @@ class LearningSettings:
         _check_all(self, "learning")
 
 
+@dataclass(frozen=True)
+class SuggestSettings:
+    enabled: bool = True            # completions while typing (learned, then dictionary); off: none computed
+    count: int = 6                  # at most this many in the list (one page)
+
+    def check(self) -> None:
+        _check_all(self, "suggest")
+
+
 # Privacy settings: the value used when the file's value cannot be used (never the weaker one).
 PRIVATE_FALLBACK: dict[tuple[str, str], Any] = {("learning", "enabled"): False}
 
@@ -103,6 +112,7 @@ _CHECKS: dict[str, dict[str, Callable[[Any], str | None]]] = {
               "romaji_table": _path_like},
     "session": {"page_size": _between(1, 9), "context_chars": _between(0, 1000), "keymap": _path_like},
     "learning": {},
+    "suggest": {"count": _between(1, 9)},
 }
 
 
@@ -118,6 +128,7 @@ class Config:
     input: InputSettings = field(default_factory=InputSettings)
     session: SessionSettings = field(default_factory=SessionSettings)
     learning: LearningSettings = field(default_factory=LearningSettings)
+    suggest: SuggestSettings = field(default_factory=SuggestSettings)
     # Tables owned by other layers, as parsed; each layer validates its own.
     sections: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     path: Path | None = None        # where it was loaded from, if anywhere
@@ -131,12 +142,14 @@ class Config:
         input_settings = _section(InputSettings, data.get("input", {}), "input", source, problems)
         session_settings = _section(SessionSettings, data.get("session", {}), "session", source, problems)
         learning = _section(LearningSettings, data.get("learning", {}), "learning", source, problems)
+        suggest = _section(SuggestSettings, data.get("suggest", {}), "suggest", source, problems)
         if base_dir is not None:
             # Relative paths in a config file are relative to that file.
             input_settings = replace(input_settings, romaji_table=_resolve(input_settings.romaji_table, base_dir))
             session_settings = replace(session_settings, keymap=_resolve(session_settings.keymap, base_dir))
-        others = {k: v for k, v in data.items() if k not in ("input", "session", "learning")}
-        return cls(input_settings, session_settings, learning, MappingProxyType(others), problems=tuple(problems))
+        others = {k: v for k, v in data.items() if k not in ("input", "session", "learning", "suggest")}
+        return cls(input_settings, session_settings, learning, suggest, MappingProxyType(others),
+                   problems=tuple(problems))
 
     @classmethod
     def from_toml(cls, text: str, source: str = "<config>", base_dir: Path | None = None) -> "Config":

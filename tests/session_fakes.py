@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from karukan_engine.conversion.scheduler import JobContext
+from karukan_engine.conversion.settings import ConversionSettings
+from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.transliteration import script_variants
-from karukan_engine.core.types import Candidate, ConversionRequest, Segment
+from karukan_engine.core.types import Candidate, Completion, ConversionRequest, Segment, Source
 
 
 class ScriptedConverter:
@@ -77,3 +80,33 @@ class ScriptedConverter:
 
     def close(self) -> None:
         return None
+
+
+class SuggestingConverter(ScriptedConverter):
+    """A ScriptedConverter with completions and no model: implements LiveConverter
+    (tests/test_contracts.py checks it). What was recorded is suggested first, like learning."""
+
+    settings = ConversionSettings(workers=1)
+
+    def __init__(self, completions: Sequence[tuple[str, str]] = (), **scripted) -> None:
+        super().__init__(**scripted)
+        self.completions = list(completions)   # (whole reading, surface), best first
+        self.asked: list[str] = []
+
+    def model_ready(self) -> bool:
+        return False
+
+    def live_quick(self, request: ConversionRequest) -> str:
+        return self.live(request)
+
+    def live_refined(self, request: ConversionRequest, ctx: JobContext | None = None) -> str | None:
+        return None
+
+    def suggestions(self, request: ConversionRequest, n: int = 6) -> list[Candidate]:
+        self.asked.append(request.reading)
+        learned = [pair for pairs, _ in reversed(self.recorded) for pair in pairs]
+        found = [Completion(surface, source=Source.LEARNING, reading=reading) for reading, surface in learned
+                 if reading.startswith(request.reading)]
+        found += [Completion(surface, source=Source.DICTIONARY, reading=reading)
+                  for reading, surface in self.completions if reading.startswith(request.reading)]
+        return unique_surfaces(found, limit=n)

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from karukan_engine.cli import main
+from karukan_engine.dictionary.system import DEFAULT_DIR
 from karukan_engine.session.keys_cli import parse_keys
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,8 +42,11 @@ def test_keys_done_when(keys, committed, capsys):
     assert code == 0 and commit_lines(out) == [committed]
 
 
-def test_keys_output_format(capsys):
-    code, out, _ = run(["keys", "--no-model", "kan<Left><space><Down><Escape><Escape><F1>"], capsys)
+def test_keys_output_format(capsys, tmp_path):
+    config = tmp_path / "no-suggestions.toml"   # the dictionary's completions would vary the blocks
+    config.write_text("[suggest]\nenabled = false\n", encoding="utf-8")
+    code, out, _ = run(["keys", "--no-model", "--config", str(config),
+                        "kan<Left><space><Down><Escape><Escape><F1>"], capsys)
     assert code == 0
     blocks = out.split("key ")[1:]
     assert blocks[0] == "1: k\n  preedit: ｋ|\n"
@@ -51,6 +55,21 @@ def test_keys_output_format(capsys):
     assert "  > 2. " in blocks[5]
     assert blocks[7].startswith("8: <Escape>") and "preedit" not in blocks[7]
     assert blocks[8] == "9: <F1> (not handled)\n"
+
+
+@pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
+def test_keys_shows_suggestions_and_tab_return_commits_one(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))   # what it learns stays here
+    code, out, _ = run(["keys", "--no-model", "--no-live", "arigato<Tab><Return>"], capsys)
+    assert code == 0
+    blocks = out.split("key ")[1:]
+    typed = blocks[6].splitlines()
+    assert typed[:2] == ["7: o", "  preedit: ありがと|"] and typed[2] == "  suggestions:"
+    first = typed[3]
+    assert first.startswith("    1. ") and "> " not in first
+    chosen = first.split("1. ", 1)[1]
+    assert f"  > 1. {chosen}" in blocks[7] and f"  preedit: [{chosen}]" in blocks[7]
+    assert commit_lines(out) == [chosen]
 
 
 def test_keys_parsing():

@@ -12,6 +12,16 @@ def test_defaults():
     assert c.input.mode == "hiragana" and c.input.punctuation == "、。"
     assert c.session.page_size == 9 and c.session.live_conversion is True
     assert c.learning.enabled and dict(c.sections) == {}
+    assert c.suggest.enabled and c.suggest.count == 6
+
+
+def test_suggest_section():
+    c = Config.from_toml("[suggest]\nenabled = false\ncount = 3\n", "config.toml")
+    assert (c.suggest.enabled, c.suggest.count, c.problems) == (False, 3, ())
+    assert "suggest" not in c.sections
+    bad = Config.from_toml("[suggest]\ncount = 20\nenabled = 1\n", "config.toml")
+    assert (bad.suggest.enabled, bad.suggest.count) == (True, 6)
+    assert [p for p in bad.problems if "suggest.count" in p] and [p for p in bad.problems if "suggest.enabled" in p]
 
 
 def test_full_file_and_other_sections(tmp_path):

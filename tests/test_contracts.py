@@ -25,7 +25,7 @@ from karukan_engine.conversion.model_slot import Loaded
 from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.core.types import Converter
 from karukan_engine.dictionary.system import DEFAULT_DIR
-from session_fakes import ScriptedConverter
+from session_fakes import ScriptedConverter, SuggestingConverter
 from test_frontend_service import GatedModelConverter, SavingConverter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,6 +93,7 @@ IMPLEMENTATIONS = [
     ("LoadHandle", load_handle, (ModelSource,)),
     # test fakes: they stand in for the real thing only while they keep its contract
     ("ScriptedConverter", ScriptedConverter, (Converter, EngineConverter)),
+    ("SuggestingConverter", SuggestingConverter, (EngineConverter, LiveConverter)),
     ("SavingConverter", SavingConverter, (EngineConverter, DictionaryConverter)),
     ("GatedModelConverter", GatedModelConverter, (EngineConverter, LiveConverter)),
 ]

@@ -216,7 +216,7 @@ def test_the_addon_talks_to_the_services_name_path_and_interface():
     ('"FocusIn", true', '"FocusOn", true', "no method FocusOn"),     # through a parameter
     ('? "FocusIn"', '? "FocusOn"', "no method FocusOn"),               # through a local
     ("<< release;", "<< release << release;", "ProcessKey sent as (uuuubb)"),
-    ("std::string, std::string, bool>;", "std::string, std::string>;", "reply read as"),
+    ("std::vector<Item>, int32_t>;", "std::vector<Item>>;", "reply read as"),
     ('kInterface, "ViewUpdated")', 'kInterface, "ViewChanged")', "signal ViewChanged"),
 ])
 def test_a_change_on_the_addons_side_is_caught(old, new, problem):

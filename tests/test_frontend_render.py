@@ -27,10 +27,19 @@ def pages(draw):
                          draw(st.integers(len(items), 60)))
 
 
+@st.composite
+def suggestion_pages(draw):
+    """The suggestion list is one page."""
+    items = draw(st.lists(st.builds(CandidateItem, st.sampled_from("123456789"), texts, texts), min_size=1, max_size=9))
+    cursor = draw(st.one_of(st.none(), st.integers(0, len(items) - 1)))
+    return CandidatePage(tuple(items), cursor, 0, 1, len(items))
+
+
 views = st.builds(
     View, handled=st.booleans(), preedit=spans.map(tuple), caret=st.integers(0, 60),
     candidates=st.one_of(st.none(), pages()), aux=texts, commit=texts,
     mode=st.sampled_from(["hiragana", "katakana", "alphanumeric"]), enabled=st.booleans(),
+    suggestions=st.one_of(st.none(), suggestion_pages()),
 )
 
 
@@ -60,7 +69,7 @@ class ClientModel:
 
 
 def expected_table(view: View):
-    page = view.candidates
+    page = view.candidates if view.candidates is not None else view.suggestions
     if page is None:
         return None
     return (tuple(f"{i.text} {i.annotation}" if i.annotation else i.text for i in page.items),
@@ -119,4 +128,17 @@ def test_view_wire_form_round_trips_through_a_dbus_message(view):
     unmarshaller.unmarshall()
     decoded = wire.decode_view(list(unmarshaller.message.body[0]))
     assert decoded == View(view.handled, view.preedit, view.caret, view.candidates, view.aux, view.commit,
-                           view.mode, view.enabled)
+                           view.mode, view.enabled, view.suggestions)
+
+
+def test_suggestions_fill_the_lookup_table_without_a_cursor_until_selected():
+    items = (CandidateItem("1", "ありがとう"), CandidateItem("2", "ありがとうございます"))
+    renderer, client = IBusRenderer(), ClientModel()
+    for cursor, visible in ((None, False), (1, True)):
+        view = View(True, (PreeditSpan("ありがと"),), 4, suggestions=CandidatePage(items, cursor, 0, 1, 2))
+        for member, _s, body in renderer.render(view):
+            client.apply(member, body)
+        assert client.table == (("ありがとう", "ありがとうございます"), ("1", "2"), cursor or 0, visible)
+    for member, _s, body in renderer.render(View(True, (PreeditSpan("ありがと"),), 4)):
+        client.apply(member, body)
+    assert client.table is None

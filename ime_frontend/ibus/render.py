@@ -74,7 +74,9 @@ class IBusRenderer:
         self._preedit = state
 
     def _render_table(self, view: View, signals: list[Signal]) -> None:
-        page = view.candidates
+        # Suggestions take the candidate window while composing (as in ibus-mozc), without a
+        # cursor until one is selected; a view never carries both.
+        page = view.candidates if view.candidates is not None else view.suggestions
         if page is None or not page.items:
             if self._table is not None:
                 signals.append(("UpdateLookupTable", "vb", [gv.lookup_table([]), False]))

@@ -15,9 +15,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
-from karukan_engine.conversion.contracts import LiveConverter
+from karukan_engine.conversion.contracts import DictionaryConverter, LiveConverter
 from karukan_engine.conversion.scheduler import JobContext, Priority, Scheduler
 from karukan_engine.conversion.settings import ConversionSettings
+from karukan_engine.conversion.suggest import suggestions as completions
 from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment
 
 # An input context as the scheduler knows it: a number its host was given (never id() of an
@@ -36,7 +37,28 @@ class LiveUpdate:
     changed: bool = True   # False: the model agreed with the quick text (only with deliver_unchanged)
 
 
-LiveDelivery = Callable[[LiveUpdate], None]
+@dataclass(frozen=True)
+class SuggestionUpdate:
+    """Completions of the reading an event left composed, on their way to that context."""
+
+    context: ContextId
+    epoch: int        # the event they were asked for
+    reading: str
+    suggestions: tuple[Candidate, ...]   # best first, never empty
+
+
+LiveDelivery = Callable[["LiveUpdate | SuggestionUpdate"], None]
+
+# Suggestion work starts this long after its key: the key's reply (session, event loop, D-Bus)
+# is Python too, and a search started at once would hold the GIL while that reply waits for it.
+# A key typed meanwhile supersedes the wait, so fast typing costs no search at all.
+SUGGESTION_DELAY_S = 0.010
+
+# Where a link hands work to be started later, off the key's thread: the context host collects
+# it and starts it from its event loop once the key's reply is out (waking a scheduler worker
+# from the session's thread alone cost the key about 0.5 ms, GIL hand-overs). Called with the
+# event's epoch (the work is moot once a newer event began) and the work.
+Deferral = Callable[[int, Callable[[], None]], None]
 
 
 class DictionaryOnly:
@@ -57,7 +79,11 @@ class DictionaryOnly:
         return None
 
     def suggestions(self, request: ConversionRequest, n: int = 6) -> list[Candidate]:
-        return []
+        """Learned and dictionary completions when the converter has a dictionary layer."""
+        base = self.converter
+        if not isinstance(base, DictionaryConverter):
+            return []
+        return completions(request.reading, base.learning, base.dictionary, limit=n)
 
     # The rest of the contract, handed on.
     def convert(self, request: ConversionRequest) -> list[Segment]:
@@ -86,15 +112,18 @@ def live_converter(converter: Converter) -> LiveConverter:
 
 class LiveService:
     def __init__(self, converter: Converter, scheduler: Scheduler | None = None,
-                 budget_ms: float | None = None, deliver_unchanged: bool = False) -> None:
+                 budget_ms: float | None = None, deliver_unchanged: bool = False,
+                 suggestion_delay_s: float = SUGGESTION_DELAY_S) -> None:
         """deliver_unchanged: also deliver when the model's text equals the quick text
-        (benchmarks time every finished refinement; frontends need only changes)."""
+        (benchmarks time every finished refinement; frontends need only changes).
+        suggestion_delay_s: how long after its key suggestion work starts."""
         self.converter = live_converter(converter)
         self.deliver_unchanged = deliver_unchanged
         settings = self.converter.settings
         self.scheduler = scheduler or Scheduler(workers=settings.workers)
         self._own_scheduler = scheduler is None
         self.budget_s = (budget_ms if budget_ms is not None else settings.live_budget_ms) / 1000.0
+        self.suggestion_delay_s = suggestion_delay_s
 
     @property
     def asynchronous(self) -> bool:
@@ -127,13 +156,31 @@ class LiveService:
 
     def suggest(self, context: ContextId, request: ConversionRequest,
                 on_suggestions: Callable[[list], None], n: int = 6) -> None:
-        """Queue completions for the current event at the lowest priority (none without a model
-        pipeline: DictionaryOnly finds nothing)."""
+        """Queue completions for the current event at the lowest priority; `on_suggestions`
+        gets the list when there is one."""
         if not request.reading:
             return
         find = self.converter.suggestions
         self.scheduler.submit(context, Priority.SUGGESTION, lambda ctx: find(request, n) or None,
                               on_suggestions)
+
+    def suggest_for(self, context: ContextId, epoch: int, request: ConversionRequest,
+                    deliver: LiveDelivery, n: int = 6, delay_s: float | None = None) -> None:
+        """Completions for the event `epoch`, delivered as a SuggestionUpdate when there are
+        any; dropped unrun once a newer event began. The job waits `delay_s` (default
+        suggestion_delay_s) before it searches; a newer event ends the wait."""
+        if not request.reading or self.scheduler.epoch(context) != epoch:
+            return   # already superseded: not even a worker is woken
+        find = self.converter.suggestions
+        delay = self.suggestion_delay_s if delay_s is None else delay_s
+
+        def work(ctx) -> SuggestionUpdate | None:
+            if delay and ctx.wait_cancelled(delay):
+                return None   # a newer key came first
+            found = tuple(find(request, n))
+            return SuggestionUpdate(context, epoch, request.reading, found) if found else None
+
+        self.scheduler.submit(context, Priority.SUGGESTION, work, deliver, epoch=epoch)
 
     def call(self, context: ContextId, work: Callable[[], Any], priority: Priority = Priority.EXPLICIT) -> Any:
         """Run `work` on a worker, ahead of lower-priority work of every context, and wait.
@@ -177,9 +224,18 @@ class LiveLink:
     service: LiveService
     context: ContextId
     deliver: LiveDelivery
+    defer: Deferral | None = None   # None: suggestion jobs are queued at once and wait in the job
 
     def begin(self) -> int:
         return self.service.begin(self.context)
 
     def key(self, epoch: int, request: ConversionRequest) -> str:
         return self.service.key(self.context, epoch, request, self.deliver)
+
+    def suggest(self, epoch: int, request: ConversionRequest, n: int) -> None:
+        """Ask for completions of the event's reading; they arrive through `deliver`."""
+        if self.defer is None:
+            self.service.suggest_for(self.context, epoch, request, self.deliver, n)
+            return
+        self.defer(epoch, lambda: self.service.suggest_for(self.context, epoch, request, self.deliver, n,
+                                                           delay_s=0.0))

@@ -56,6 +56,10 @@ class JobContext:
         if self._cancel.is_set():
             raise Cancelled()
 
+    def wait_cancelled(self, seconds: float) -> bool:
+        """Sleep up to `seconds` (the GIL free), waking early when superseded; True if it was."""
+        return self._cancel.wait(seconds)
+
     def remaining(self) -> float:
         if self.deadline is None:
             return math.inf

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from karukan_engine.core.candidates import unique_surfaces
-from karukan_engine.core.types import Candidate, Source
+from karukan_engine.core.types import Candidate, Completion, Source
 
 PREDICTIVE_MIN_CHARS = 2
 PREDICTIVE_READINGS = 200
@@ -23,13 +23,14 @@ def predictive_cost(cost: int, remaining_chars: int) -> float:
 
 def suggestions(reading: str, learning=None, dictionary=None, limit: int = 6,
                 dictionary_limit: int = 3) -> list[Candidate]:
-    """learning: a LearningStore (prefix_lookup); dictionary: a SystemDictionary (predictive, lookup)."""
+    """learning: a LearningStore (prefix_lookup); dictionary: a SystemDictionary (predictive, lookup).
+    Each one is a Completion carrying the whole reading it stands for."""
     if not reading or limit <= 0:
         return []
     found: list[Candidate] = []
     if learning is not None:
-        found = unique_surfaces(Candidate(surface, source=Source.LEARNING)
-                                for _full, surface in learning.prefix_lookup(reading, limit))
+        found = unique_surfaces(Completion(surface, source=Source.LEARNING, reading=full)
+                                for full, surface in learning.prefix_lookup(reading, limit))
     if dictionary is not None and len(reading) >= PREDICTIVE_MIN_CHARS:
         ranked = []
         for full in dictionary.predictive(reading, PREDICTIVE_READINGS):
@@ -40,6 +41,6 @@ def suggestions(reading: str, learning=None, dictionary=None, limit: int = 6,
                 best = entries[0]
                 ranked.append((predictive_cost(best.cost, len(full) - len(reading)), full, best.surface))
         ranked.sort()
-        predicted = (Candidate(surface, source=Source.DICTIONARY) for _cost, _full, surface in ranked)
+        predicted = (Completion(surface, source=Source.DICTIONARY, reading=full) for _cost, full, surface in ranked)
         found = unique_surfaces(found, predicted, limit=len(found) + dictionary_limit)
     return found[:limit]

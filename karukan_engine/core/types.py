@@ -41,6 +41,14 @@ class Candidate:
     source: Source = Source.UNKNOWN
 
 
+@dataclass(frozen=True)
+class Completion(Candidate):
+    """A suggestion while typing: a surface for a longer reading than the one typed so far.
+    Committing it learns (reading, surface), never the typed prefix with it."""
+
+    reading: str = ""
+
+
 class LazyCandidates(Sequence[Candidate]):
     """An immutable candidate list whose first (best) candidate is known at once and whose rest
     is computed on first need, once, under a lock.

@@ -19,6 +19,7 @@ class Command(enum.Enum):
     CANCEL = "cancel"
     # conversion
     CONVERT = "convert"
+    PREDICT = "predict"                           # into the suggestion list when one is shown, else convert
     NEXT_CANDIDATE = "next_candidate"
     PREV_CANDIDATE = "prev_candidate"
     NEXT_PAGE = "next_page"

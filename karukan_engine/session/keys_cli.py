@@ -9,6 +9,8 @@ when unambiguous (`<return>` = `<Return>`). Output, one block per key:
       preedit: [今日]/は              conversion: segments split by /, the focused one in []
       candidates: page 1/2, 12 in all
       > 1. 今日  [辞書]
+      suggestions:                    completions while composing; > marks the one selected (Tab)
+        1. 今日は
       aux: ...
       commit: 今日は                  only when something was committed
 """
@@ -94,6 +96,11 @@ def format_view(view: View) -> list[str]:
             mark = ">" if i == page.cursor else " "
             note = f"  {item.annotation}" if item.annotation else ""
             lines.append(f"  {mark} {item.label}. {item.text}{note}")
+    if view.suggestions is not None and view.suggestions.items:
+        lines.append("  suggestions:")
+        for i, item in enumerate(view.suggestions.items):
+            mark = ">" if i == view.suggestions.cursor else " "
+            lines.append(f"  {mark} {item.label}. {item.text}")
     if view.aux:
         lines.append(f"  aux: {view.aux}")
     if view.commit:

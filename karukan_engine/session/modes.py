@@ -10,3 +10,4 @@ class State(enum.Enum):
     PRECOMPOSITION = "precomposition"  # IME on, nothing typed
     COMPOSITION = "composition"        # kana being typed
     CONVERSION = "conversion"          # segments with candidates
+    SUGGESTION = "suggestion"          # a completion of the reading selected from the suggestion list

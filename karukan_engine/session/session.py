@@ -11,9 +11,10 @@ import logging
 from typing import TYPE_CHECKING, Callable
 
 from karukan_engine.config import Config
+from karukan_engine.conversion.live_service import SuggestionUpdate, live_converter
 from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.conversion.stability import stabilizer_for
-from karukan_engine.core.types import Converter, ConversionRequest, Segment, Source, check_segments
+from karukan_engine.core.types import Candidate, Converter, ConversionRequest, Segment, Source, check_segments
 from karukan_engine.kana import to_fullwidth_katakana, to_hiragana
 from karukan_engine.romaji.composer import Composer, ComposerSettings, Script
 from karukan_engine.romaji.modes import InputMode
@@ -33,6 +34,7 @@ from karukan_engine.session.keysyms import (
 )
 from karukan_engine.session.modes import State
 from karukan_engine.session.segments import Conversion
+from karukan_engine.session.suggestions import SuggestionList
 from karukan_engine.session.view import CandidateItem, CandidatePage, PreeditSpan, PreeditStyle, View
 from karukan_engine.transliteration import Form
 
@@ -112,6 +114,10 @@ class Session:
         # Asynchronous live conversion (attach_live): the model's text arrives later.
         self._live_link: LiveLink | None = None
         self._epoch = 0                  # the live epoch of the current event
+        # Completions while composing ([suggest]); found off the key path with a live link.
+        self._suggest = self.config.suggest
+        self._suggestions: SuggestionList | None = None
+        self._completer = live_converter(converter) if self._suggest.enabled else None
         self._left_context = ""
         self._right_context = ""
         self._password = False
@@ -204,10 +210,12 @@ class Session:
         """
         self._live_link = link
 
-    def apply_live_update(self, update: LiveUpdate) -> View | None:
-        """The View with the model's live text, or None when the update is stale: for another
-        context, an older event, or a reading no longer composed. Not an event itself: it
-        supersedes nothing."""
+    def apply_live_update(self, update: LiveUpdate | SuggestionUpdate) -> View | None:
+        """The View with the model's live text (or the event's suggestion list), or None when
+        the update is stale: for another context, an older event, or a reading no longer
+        composed; or when it changes nothing shown. Not an event itself: it supersedes nothing."""
+        if isinstance(update, SuggestionUpdate):
+            return self._apply_suggestions(update)
         link = self._live_link
         if link is None or update.context != link.context or update.epoch != self._epoch:
             return None
@@ -231,12 +239,15 @@ class Session:
             # text typed while the field was private must not become a learned choice's context
             self._left_context = ""
         self._private = field.private
-        if password and not self._password and self._state in (State.COMPOSITION, State.CONVERSION):
+        if password and not self._password and self._state in (State.COMPOSITION, State.CONVERSION,
+                                                                State.SUGGESTION):
             self._begin_event()
             self._password = True
             self._commit_shown()
             return self._finish(True)
         self._password = password
+        if self._private and self._state is State.SUGGESTION:
+            self._leave_suggestions()   # nothing suggested stays selected in a private field
         return None
 
     def select_candidate(self, index_on_page: int) -> View:
@@ -244,6 +255,8 @@ class Session:
         self._begin_event()
         if self._state is State.CONVERSION:
             self._select(index_on_page)
+        elif self._suggestions_shown() or self._state is State.SUGGESTION:
+            self._commit_suggestion_at(index_on_page)
         return self._finish(True)
 
     def page_up(self) -> View:
@@ -307,6 +320,8 @@ class Session:
             return self._run_precomposition(command)
         if self._state is State.COMPOSITION:
             return self._run_composition(command, keysym)
+        if self._state is State.SUGGESTION:
+            return self._run_suggestion(command, keysym)
         return self._run_conversion(command)
 
     def _run_precomposition(self, command: Command) -> bool:
@@ -323,7 +338,9 @@ class Session:
         c = self._composer
         if command is Command.CONVERT and keysym == _SPACE and self._typing_latin():
             self._type(" ", 0)   # Latin words keep their spaces
-        elif command in (Command.CONVERT, Command.NEXT_CANDIDATE):
+        elif command is Command.PREDICT and self._suggestions_shown():
+            self._enter_suggestions()
+        elif command in (Command.CONVERT, Command.NEXT_CANDIDATE, Command.PREDICT):
             self._start_conversion()
         elif command is Command.PREV_CANDIDATE:
             if self._start_conversion():
@@ -353,6 +370,24 @@ class Session:
             if self._start_conversion(whole=True):
                 self._transliterate(command)
         # Other conversion-only commands have nothing to act on yet; the key is still consumed.
+        return True
+
+    def _run_suggestion(self, command: Command, keysym: int) -> bool:
+        index = command.select_index
+        if index is not None:
+            self._commit_suggestion_at(index)
+        elif command is Command.COMMIT:
+            self._commit_suggestion_at(self._suggestion_list().cursor or 0)
+        elif command in (Command.NEXT_CANDIDATE, Command.CONVERT, Command.PREDICT, Command.INSERT_SPACE):
+            self._suggestions = self._suggestion_list().moved(1)
+        elif command is Command.PREV_CANDIDATE:
+            self._suggestions = self._suggestion_list().moved(-1)
+        elif command in (Command.CANCEL, Command.BACKSPACE):
+            self._leave_suggestions()   # back to the reading as typed; the list closes
+        elif command not in (Command.NEXT_PAGE, Command.PREV_PAGE, Command.NOP):
+            # Editing, cursor and F6–F10 keys act on the reading again, as in composition.
+            self._leave_suggestions()
+            return self._run_composition(command, keysym)
         return True
 
     def _run_conversion(self, command: Command) -> bool:
@@ -395,6 +430,8 @@ class Session:
     def _type(self, ch: str, modifiers: int) -> None:
         if self._state is State.CONVERSION:
             self._commit_conversion()
+        elif self._state is State.SUGGESTION:
+            self._commit_suggestion_at(self._suggestion_list().cursor or 0)   # as Mozc: commit, go on
         if len(self._composer.units) + len(self._composer.pending) >= MAX_COMPOSITION_CHARS:
             self._aux = "入力が長すぎます"
             return
@@ -418,6 +455,81 @@ class Session:
             return
         self._live_hidden = False
         self._refresh_live()
+        self._refresh_suggestions()
+
+    # ---------------------------------------------------------------- suggestions
+
+    def _suggestion_reading(self) -> str | None:
+        """The reading to complete, or None when no list may be shown: [suggest] off, a private
+        or password field, not composing hiragana, nothing settled yet."""
+        if (self._completer is None or self._private or self._password or self._state is not State.COMPOSITION
+                or self._typing_latin() or self._mode is not InputMode.HIRAGANA):
+            return None
+        return reading_of("".join(u.text for u in self._composer.units)) or None
+
+    def _refresh_suggestions(self) -> None:
+        """After an edit: the list for the new reading (from the converter now, or off the key
+        path through the live link; meanwhile the old items that still fit stay shown)."""
+        reading = self._suggestion_reading()
+        current = self._suggestions
+        if reading is None:
+            self._suggestions = None
+            return
+        if current is not None and current.reading == reading and current.complete:
+            return   # a pending key changed nothing settled
+        self._suggestions = current.narrowed(reading) if current is not None else None
+        request = self._request(reading)
+        count = self._suggest.count
+        if self._live_link is not None:
+            self._live_link.suggest(self._epoch, request, count)
+            return
+        assert self._completer is not None
+        try:
+            found = self._completer.suggestions(request, count)
+        except Exception as exc:  # a failing converter must not take the keyboard down
+            log.warning("suggestions failed: %s", type(exc).__name__)
+            found = []
+        self._suggestions = SuggestionList.of(reading, found, count)
+
+    def _apply_suggestions(self, update: SuggestionUpdate) -> View | None:
+        link = self._live_link
+        if link is None or update.context != link.context or update.epoch != self._epoch:
+            return None
+        if self._suggestion_reading() != update.reading:
+            return None
+        old = self._suggestions
+        new = SuggestionList.of(update.reading, update.suggestions, self._suggest.count)
+        self._suggestions = new
+        if (old.items if old else ()) == (new.items if new else ()):
+            return None   # nothing changes on screen
+        self._clear_event_output()
+        return self._finish(True)
+
+    def _suggestions_shown(self) -> bool:
+        return (self._suggestions is not None and self._state is State.COMPOSITION
+                and self._suggestion_reading() is not None)
+
+    def _suggestion_list(self) -> SuggestionList:
+        assert self._suggestions is not None
+        return self._suggestions
+
+    def _enter_suggestions(self) -> None:
+        # Pending keys stay pending: a commit drops them, Escape gives them back.
+        self._suggestions = self._suggestion_list().entered()
+        self._state = State.SUGGESTION
+
+    def _leave_suggestions(self) -> None:
+        self._suggestions = None
+        if self._state is State.SUGGESTION:
+            self._state = State.COMPOSITION
+
+    def _commit_suggestion_at(self, index: int) -> None:
+        """Commit the suggestion and learn its whole reading (never in a private field)."""
+        items = self._suggestion_list().items if self._suggestions is not None else ()
+        if not 0 <= index < len(items):
+            return
+        chosen: Candidate = items[index]
+        self._commit_text(chosen.surface, (self._suggestion_list().learn_pair(chosen),))
 
     # ---------------------------------------------------------------- live conversion
 
@@ -478,6 +590,7 @@ class Session:
         segments = self._segments(self._request(reading), whole)
         self._conversion = Conversion.from_segments(reading, segments, self._page_size)
         self._state = State.CONVERSION
+        self._suggestions = None
         return True
 
     def _conversion_state(self) -> Conversion:
@@ -572,6 +685,9 @@ class Session:
         """Commit whatever is in the preedit, without learning (focus out, IME off)."""
         if self._state is State.CONVERSION:
             self._commit_text(self._conversion_state().text(), learn_pairs=())
+        elif self._state is State.SUGGESTION:
+            chosen = self._suggestion_list().selected
+            self._commit_text(chosen.surface if chosen else "", learn_pairs=())
         elif self._state is State.COMPOSITION:
             self._commit_composition(learn=False)
 
@@ -595,6 +711,7 @@ class Session:
     def _clear_composition(self) -> None:
         self._composer.clear()
         self._conversion = None
+        self._suggestions = None
         self._live_text = None
         self._live_hidden = False
         self._stabilizer.reset()
@@ -615,6 +732,7 @@ class Session:
         self._state = State.DIRECT
 
     def _switch_mode(self, mode: InputMode) -> None:
+        self._leave_suggestions()
         self._composer.flush()
         self._mode = mode
         self._temporary_alphanumeric = False
@@ -641,9 +759,16 @@ class Session:
         preedit: tuple[PreeditSpan, ...] = ()
         caret = 0
         candidates = None
+        suggestions = None
         if self._state is State.COMPOSITION:
             text, caret = self._composition_display()
             preedit = (PreeditSpan(text, PreeditStyle.UNDERLINE),) if text else ()
+            if self._suggestions_shown():
+                suggestions = self._suggestion_list().page()
+        elif self._state is State.SUGGESTION:
+            chosen = self._suggestion_list().selected
+            preedit = (PreeditSpan(chosen.surface, PreeditStyle.HIGHLIGHT),) if chosen else ()
+            suggestions = self._suggestion_list().page()
         elif self._state is State.CONVERSION:
             conv = self._conversion_state()
             preedit = tuple(
@@ -661,6 +786,7 @@ class Session:
             commit=commit,
             mode=self._mode.value,
             enabled=self._state is not State.DIRECT,
+            suggestions=suggestions,
         )
 
     def _composition_display(self) -> tuple[str, int]:

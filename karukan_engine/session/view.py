@@ -47,6 +47,9 @@ class View:
     commit: str = ""                        # text to insert into the application now
     mode: str = "hiragana"                  # input mode name (see session.modes)
     enabled: bool = True                    # False when the IME is off (Direct)
+    # Completions while composing (not conversion candidates): cursor None until the user
+    # enters the list (Tab / Down), then the selected one, which the preedit shows.
+    suggestions: CandidatePage | None = None
 
     @property
     def preedit_text(self) -> str:

@@ -69,7 +69,8 @@ constexpr uint32_t kHintPrivate = 1u << 11;
 using Span = fcitx::dbus::DBusStruct<std::string, uint32_t>;
 using Item = fcitx::dbus::DBusStruct<std::string, std::string, std::string>;
 using WireView = fcitx::dbus::DBusStruct<bool, std::string, std::vector<Span>, uint32_t, std::vector<Item>, int32_t,
-                                         int32_t, int32_t, uint32_t, std::string, std::string, bool>;
+                                         int32_t, int32_t, uint32_t, std::string, std::string, bool,
+                                         std::vector<Item>, int32_t>;
 
 uint64_t callTimeoutUs() {
     // KARUKAN_FCITX5_TIMEOUT_MS lets tests and slow machines choose; keep it short.
@@ -566,8 +567,8 @@ private:
     }
 
     void apply(InputContext *ic, const WireView &wire, bool commit = true) {
-        const auto &[handled, commitText, spans, caret, items, cursor, page, pages, total, aux, mode, enabled] =
-            wire.data();
+        const auto &[handled, commitText, spans, caret, items, cursor, page, pages, total, aux, mode, enabled,
+                     suggestions, suggestionCursor] = wire.data();
         (void)handled, (void)page, (void)pages, (void)total, (void)mode, (void)enabled;
         if (commit && !commitText.empty()) {
             ic->commitString(commitText);
@@ -593,22 +594,30 @@ private:
         if (!aux.empty()) {
             panel.setAuxUp(Text(aux));
         }
+        // Conversion candidates, or else the suggestions while composing (no cursor until one is
+        // selected with Tab / Down); a view never carries both.
         if (!items.empty()) {
-            auto list = std::make_unique<CommonCandidateList>();
-            std::vector<std::string> labels;
-            int index = 0;
-            for (const auto &item : items) {
-                const auto &[label, text, note] = item.data();
-                labels.push_back(label + ". ");
-                list->append<KarukanCandidate>(this, index++, note.empty() ? text : text + " " + note);
-            }
-            list->setLabels(labels);
-            list->setPageSize(static_cast<int>(items.size()));
-            list->setGlobalCursorIndex(cursor);
-            panel.setCandidateList(std::move(list));
+            panel.setCandidateList(candidateList(items, cursor));
+        } else if (!suggestions.empty()) {
+            panel.setCandidateList(candidateList(suggestions, suggestionCursor));
         }
         ic->updatePreedit();
         ic->updateUserInterface(UserInterfaceComponent::InputPanel);
+    }
+
+    std::unique_ptr<CommonCandidateList> candidateList(const std::vector<Item> &items, int32_t cursor) {
+        auto list = std::make_unique<CommonCandidateList>();
+        std::vector<std::string> labels;
+        int index = 0;
+        for (const auto &item : items) {
+            const auto &[label, text, note] = item.data();
+            labels.push_back(label + ". ");
+            list->append<KarukanCandidate>(this, index++, note.empty() ? text : text + " " + note);
+        }
+        list->setLabels(labels);
+        list->setPageSize(static_cast<int>(items.size()));
+        list->setGlobalCursorIndex(cursor);
+        return list;
     }
 
     uint64_t timeoutUs_;
