@@ -8,6 +8,11 @@ with one command per stdin line and reads one JSON object per stdout line:
 
     focus text | focus password   give that widget the keyboard focus (answers when it has it)
     state                         what the widgets hold (see _state)
+    press KEYSYM_NAME             press and release a key through XTEST from here, noting when
+                                  (the latency benchmark: no xdotool start-up in the figure)
+    timings                       when each pressed key was sent and each preedit change
+                                  happened (monotonic seconds), then forget them
+    clear                         empty the TextView (and its history)
 
 Only stdlib and gi are imported: this runs outside the project's virtual environment.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import gi
 
@@ -25,6 +31,39 @@ from gi.repository import GLib, Gdk, Gtk  # noqa: E402
 
 TITLE = "karukan-gtk-test"
 FONT_CSS = b"textview, entry { font: 16px monospace; }"
+
+
+class XTest:
+    """Key events through the X server's XTEST extension, on a connection of our own (libX11 and
+    libXtst through ctypes: no extra Python package)."""
+
+    def __init__(self) -> None:
+        import ctypes
+        import ctypes.util
+
+        self.x11 = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
+        self.xtst = ctypes.CDLL(ctypes.util.find_library("Xtst") or "libXtst.so.6")
+        self.x11.XOpenDisplay.restype = ctypes.c_void_p
+        self.x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+        self.x11.XStringToKeysym.restype = ctypes.c_ulong
+        self.x11.XStringToKeysym.argtypes = [ctypes.c_char_p]
+        self.x11.XKeysymToKeycode.restype = ctypes.c_ubyte
+        self.x11.XKeysymToKeycode.argtypes = [ctypes.c_void_p, ctypes.c_ulong]
+        self.x11.XFlush.argtypes = [ctypes.c_void_p]
+        self.xtst.XTestFakeKeyEvent.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_ulong]
+        self.display = self.x11.XOpenDisplay(None)
+        self.sent_at = 0.0
+
+    def press(self, name: str) -> int:
+        keysym = self.x11.XStringToKeysym(name.encode())
+        keycode = self.x11.XKeysymToKeycode(self.display, keysym)
+        if not keycode:
+            raise ValueError(f"no key for {name}")
+        self.sent_at = time.monotonic()
+        self.xtst.XTestFakeKeyEvent(self.display, keycode, 1, 0)
+        self.xtst.XTestFakeKeyEvent(self.display, keycode, 0, 0)
+        self.x11.XFlush(self.display)
+        return keysym
 
 
 class TestWindow:
@@ -48,11 +87,12 @@ class TestWindow:
         # Every text the buffer ever held: raw romaji that was later replaced still shows here.
         self.history: list[str] = [""]
         self.preedit = ""
-        self.key_presses = 0
+        self._xtest: XTest | None = None      # opened on the first press
+        self.key_times: list[list] = []       # [keysym, seconds]
+        self.preedit_times: list[list] = []   # [preedit, seconds]
         buffer = self.text.get_buffer()
         buffer.connect("changed", lambda b: self.history.append(self._buffer_text()))
         self.text.connect("preedit-changed", self._on_preedit)
-        self.window.connect("key-press-event", self._on_key_press)
         self.window.connect("destroy", lambda _w: Gtk.main_quit())
         self.window.show_all()
         GLib.io_add_watch(GLib.IOChannel.unix_new(sys.stdin.fileno()), GLib.PRIORITY_DEFAULT,
@@ -64,12 +104,7 @@ class TestWindow:
 
     def _on_preedit(self, _view, preedit: str) -> None:
         self.preedit = preedit
-
-    def _on_key_press(self, _window, event) -> bool:
-        # Runs before the focused widget (and its im-module) sees the key; the im-module's own
-        # re-sent events are marked and counted again, so this counts at least the real ones.
-        self.key_presses += 1
-        return False
+        self.preedit_times.append([preedit, time.monotonic()])
 
     def _on_command(self, channel, condition) -> bool:
         line = sys.stdin.readline()
@@ -84,6 +119,18 @@ class TestWindow:
             self._reply({"focused": widget.has_focus()})
         elif words[:1] == ["state"]:
             self._reply(self._state())
+        elif words[:1] == ["press"]:
+            self._xtest = self._xtest or XTest()
+            keysym = self._xtest.press(words[1])
+            self.key_times.append([keysym, self._xtest.sent_at])
+            self._reply({"pressed": keysym})
+        elif words[:1] == ["clear"]:
+            self.text.get_buffer().set_text("")
+            self.history = [""]
+            self._reply({"cleared": True})
+        elif words[:1] == ["timings"]:
+            self._reply({"keys": self.key_times, "preedits": self.preedit_times})
+            self.key_times, self.preedit_times = [], []
         else:
             self._reply({"error": f"unknown command {words[:1]}"})
         return True
@@ -96,7 +143,6 @@ class TestWindow:
             "history": self.history,
             "preedit": self.preedit,
             "password": self.password.get_text(),
-            "key_presses": self.key_presses,
             "insert": self._insert_rect(),
             "advance": self._advances(),
         }

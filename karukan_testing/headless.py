@@ -79,7 +79,11 @@ def fcitx5_system_addon_dir() -> Path | None:
 
 
 class HeadlessDesktop:
-    def __init__(self, root: Path | None = None, bus_limits: dict[str, int] | None = None) -> None:
+    def __init__(self, root: Path | None = None, bus_limits: dict[str, int] | None = None,
+                 user: str | None = None) -> None:
+        """user: run every daemon as this (unprivileged) user, who then owns the directory:
+        some engines (mozc_server) refuse to run as root."""
+        self.user = user
         self.root = Path(root or tempfile.mkdtemp(prefix="karukan-desktop-"))
         # The session bus's limits: Debian's by default; a test may set dbus-daemon's own.
         self.bus_limits = DEBIAN_SESSION_LIMITS if bus_limits is None else bus_limits
@@ -89,6 +93,9 @@ class HeadlessDesktop:
         self._procs: list[tuple[str, subprocess.Popen]] = []
         self.logs = self.root / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
+        if user is not None:
+            for path in [self.root, *self.root.rglob("*")]:
+                shutil.chown(path, user, user)
         self.session_address: str | None = None
         self.ibus_address: str | None = None
 
@@ -122,6 +129,7 @@ class HeadlessDesktop:
             argv, env=env or self.env, stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, pass_fds=pass_fds,
             stdout=subprocess.PIPE if stdout_pipe else log, stderr=log,
             start_new_session=True,  # its own process group: close() ends it and its children only
+            user=self.user, group=self.user, extra_groups=[] if self.user else None,
         )
         log.close()
         self._procs.append((name, proc))
