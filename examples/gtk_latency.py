@@ -144,13 +144,14 @@ def start(engine: str, desktop: HeadlessDesktop, use_model: bool) -> GtkClient:
     return gtk
 
 
-def press(gtk: GtkClient, key: str, before: str) -> bool:
+def press(gtk: GtkClient, key: str) -> bool:
     """One key (sent by the app itself: its timestamp is the moment the key left); wait
-    (bounded) until the preedit changed. False if it never did."""
+    (bounded) for the im-module's next preedit change. False if none came."""
+    before = gtk.state()["preedit_changes"]
     gtk.command(f"press {key}")
     deadline = time.monotonic() + STEP_TIMEOUT_S
     while time.monotonic() < deadline:
-        if gtk.state()["preedit"] != before:
+        if gtk.state()["preedit_changes"] > before:
             return True
         time.sleep(0.005)
     return False
@@ -172,11 +173,9 @@ def measure(gtk: GtkClient, repeats: int) -> dict:
     gtk.command("timings")                       # forget the warm-up
     for _ in range(repeats):
         for sentence in SENTENCES:
-            shown = gtk.state()["preedit"]
             for ch in sentence:
-                missed += not press(gtk, ch, shown)
-                shown = gtk.state()["preedit"]
-            missed += not press(gtk, "space", shown)
+                missed += not press(gtk, ch)
+            missed += not press(gtk, "space")
             timed = latencies(gtk.command("timings"))
             typing += [ms for _k, ms in timed[:-1]]
             space += [ms for k, ms in timed[-1:] if k == 0x20]

@@ -90,6 +90,7 @@ class TestWindow:
         self._xtest: XTest | None = None      # opened on the first press
         self.key_times: list[list] = []       # [keysym, seconds]
         self.preedit_times: list[list] = []   # [preedit, seconds]
+        self.preedit_changes = 0              # ever (preedit-changed may repeat the same text)
         buffer = self.text.get_buffer()
         buffer.connect("changed", lambda b: self.history.append(self._buffer_text()))
         self.text.connect("preedit-changed", self._on_preedit)
@@ -105,6 +106,7 @@ class TestWindow:
     def _on_preedit(self, _view, preedit: str) -> None:
         self.preedit = preedit
         self.preedit_times.append([preedit, time.monotonic()])
+        self.preedit_changes += 1
 
     def _on_command(self, channel, condition) -> bool:
         line = sys.stdin.readline()
@@ -142,6 +144,7 @@ class TestWindow:
             "text": self._buffer_text(),
             "history": self.history,
             "preedit": self.preedit,
+            "preedit_changes": self.preedit_changes,
             "password": self.password.get_text(),
             "insert": self._insert_rect(),
             "advance": self._advances(),

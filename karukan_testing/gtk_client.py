@@ -45,15 +45,20 @@ def im_module_missing(name: str) -> str | None:
 
 
 class GtkClient:
+    APP = "karukan_testing.gtk_app"
+
     def __init__(self, desktop: HeadlessDesktop, im_module: str, name: str = "gtk-app") -> None:
         self.desktop = desktop
-        env = dict(desktop.env, GTK_IM_MODULE=im_module, GDK_BACKEND="x11", NO_AT_BRIDGE="1",
-                   GTK_A11Y="none", GSETTINGS_BACKEND="memory")
-        self.env = env
+        self.env = dict(desktop.env, NO_AT_BRIDGE="1", **self.toolkit_env(im_module))
         self.name = name
-        self.proc = desktop.spawn(name, [SYSTEM_PYTHON, "-m", "karukan_testing.gtk_app"], env=env,
+        self.proc = desktop.spawn(name, [SYSTEM_PYTHON, "-m", self.APP], env=self.env,
                                   stdout_pipe=True, stdin_pipe=True)
         self.window = self.wait_for(lambda s: s["window"] and s, what="the window to map")["window"]
+
+    @staticmethod
+    def toolkit_env(im_module: str) -> dict[str, str]:
+        return {"GTK_IM_MODULE": im_module, "GDK_BACKEND": "x11", "GTK_A11Y": "none",
+                "GSETTINGS_BACKEND": "memory"}
 
     # --- the app ------------------------------------------------------------------------------
 
@@ -113,3 +118,28 @@ class GtkClient:
 
     def close(self) -> None:
         self.desktop.stop(self.proc)
+
+
+class QtClient(GtkClient):
+    """The Qt 5 twin (karukan_testing/qt_app.py): same commands, same state."""
+
+    APP = "karukan_testing.qt_app"
+
+    @staticmethod
+    def toolkit_env(im_module: str) -> dict[str, str]:
+        return {"QT_IM_MODULE": im_module, "QT_QPA_PLATFORM": "xcb", "QT_ACCESSIBILITY": "0"}
+
+
+def qt_missing(im_module: str) -> str | None:
+    """Why the Qt app cannot run with that im-module here, or None."""
+    for program in ("Xvfb", "xdotool"):
+        if shutil.which(program) is None:
+            return f"{program} is not installed"
+    probe = subprocess.run([SYSTEM_PYTHON, "-c", "import PyQt5.QtWidgets"], capture_output=True)
+    if probe.returncode != 0:
+        return "python3-pyqt5 is not installed"
+    plugins = Path("/usr/lib").glob("*/qt5/plugins/platforminputcontexts/*.so")
+    names = {"ibus": "libibusplatforminputcontextplugin", "fcitx": "libfcitx5platforminputcontextplugin"}
+    if not any(path.name.startswith(names[im_module]) for path in plugins):
+        return f"the Qt 5 input context plugin for {im_module} is not installed"
+    return None
