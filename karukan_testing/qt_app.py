@@ -85,8 +85,9 @@ class TestWindow:
 
 def main() -> None:
     app = QApplication(sys.argv)
-    window = TestWindow()   # noqa: F841  (kept alive for the event loop)
+    window = TestWindow()   # held here: the widgets live as long as the event loop
     app.exec_()
+    window.window.close()
 
 
 if __name__ == "__main__":

@@ -43,7 +43,8 @@ class IBusRenderer:
     _preedit: tuple | None = None
     _table: tuple | None = None
     _aux: str | None = None
-    # Whether the last render moved the caret on screen (the preedit text before it changed): the client will report a new cursor rectangle once it has drawn the preedit.
+    # Whether the last render moved the caret on screen (the preedit text before it changed):
+    # the client will report a new cursor rectangle once it has drawn the preedit.
     caret_moved: bool = False
 
     def render(self, view: View, commit: bool = True) -> list[Signal]:
