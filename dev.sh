@@ -11,9 +11,12 @@ PY=${PYTHON:-python3}
 
 # Debian packages: building llama.cpp, and the real daemons the end-to-end tests drive.
 APT_BUILD=(cmake g++ ninja-build)
-# ibus/fcitx5 daemons, python3-gi + typelibs (libibus cross-checks), and the fcitx5 addon build.
+# ibus/fcitx5 daemons, python3-gi + typelibs (libibus cross-checks), the fcitx5 addon build, and
+# the real-application tests: Xvfb, xdotool (XTEST keys), GTK 3, PyQt5 and both frameworks'
+# im-modules for each (Debian's Qt 5 has IBus support built in).
 APT_TEST=(dbus dbus-daemon dbus-bin ibus python3-gi gir1.2-ibus-1.0 gir1.2-glib-2.0 fcitx5 fcitx5-modules
-          libfcitx5core-dev libfcitx5utils-dev libfcitx5config-dev fcitx5-modules-dev pkg-config make)
+          libfcitx5core-dev libfcitx5utils-dev libfcitx5config-dev fcitx5-modules-dev pkg-config make
+          xvfb xdotool gir1.2-gtk-3.0 ibus-gtk3 fcitx5-frontend-gtk3 python3-pyqt5 fcitx5-frontend-qt5)
 
 need_apt() {
     local missing=()

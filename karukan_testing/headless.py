@@ -79,7 +79,11 @@ def fcitx5_system_addon_dir() -> Path | None:
 
 
 class HeadlessDesktop:
-    def __init__(self, root: Path | None = None, bus_limits: dict[str, int] | None = None) -> None:
+    def __init__(self, root: Path | None = None, bus_limits: dict[str, int] | None = None,
+                 user: str | None = None) -> None:
+        """user: run every daemon as this (unprivileged) user, who then owns the directory:
+        some engines (mozc_server) refuse to run as root."""
+        self.user = user
         self.root = Path(root or tempfile.mkdtemp(prefix="karukan-desktop-"))
         # The session bus's limits: Debian's by default; a test may set dbus-daemon's own.
         self.bus_limits = DEBIAN_SESSION_LIMITS if bus_limits is None else bus_limits
@@ -89,6 +93,9 @@ class HeadlessDesktop:
         self._procs: list[tuple[str, subprocess.Popen]] = []
         self.logs = self.root / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
+        if user is not None:
+            for path in [self.root, *self.root.rglob("*")]:
+                shutil.chown(path, user, user)
         self.session_address: str | None = None
         self.ibus_address: str | None = None
 
@@ -116,12 +123,13 @@ class HeadlessDesktop:
     # --- process management -------------------------------------------------------------------
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None,
-              stdout_pipe: bool = False) -> subprocess.Popen:
+              stdout_pipe: bool = False, stdin_pipe: bool = False, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "ab")
         proc = subprocess.Popen(
-            argv, env=env or self.env, stdin=subprocess.DEVNULL,
+            argv, env=env or self.env, stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, pass_fds=pass_fds,
             stdout=subprocess.PIPE if stdout_pipe else log, stderr=log,
             start_new_session=True,  # its own process group: close() ends it and its children only
+            user=self.user, group=self.user, extra_groups=[] if self.user else None,
         )
         log.close()
         self._procs.append((name, proc))
@@ -144,8 +152,9 @@ class HeadlessDesktop:
                 os.killpg(proc.pid, signal.SIGKILL)  # children left behind by an exited leader
             except (ProcessLookupError, PermissionError):
                 pass
-        if proc.stdout is not None:
-            proc.stdout.close()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
         self._procs = [(n, p) for n, p in self._procs if p is not proc]
 
     def close(self) -> None:
@@ -182,6 +191,24 @@ class HeadlessDesktop:
         self.session_address = line.strip()
         self.env["DBUS_SESSION_BUS_ADDRESS"] = self.session_address
         return self.session_address
+
+    def start_xvfb(self) -> str:
+        """A private X server (Xvfb on the first free display); sets DISPLAY for what starts next."""
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = self.spawn("xvfb", ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1024x768x24",
+                                       "-nolisten", "tcp", "-noreset"], pass_fds=(write_fd,))
+        finally:
+            os.close(write_fd)
+        with os.fdopen(read_fd, "rb") as stream:
+            try:
+                number = read_line(stream, "Xvfb").strip()
+            except HeadlessError as exc:
+                raise HeadlessError(f"{exc}: {self.log_tail('xvfb')}") from None
+        if proc.poll() is not None or not number.isdigit():
+            raise HeadlessError(f"Xvfb did not start: {self.log_tail('xvfb')}")
+        self.env["DISPLAY"] = f":{number}"
+        return self.env["DISPLAY"]
 
     def start_ibus(self, component_dirs: list[Path] = (), cache: str = "none",
                    component_path: str | None = None) -> str:

@@ -19,6 +19,7 @@ from addon_calls import AddonSource, interface_methods, mismatches
 from ime_frontend import contexts, operations as ops, service, wire
 from ime_frontend.client import EngineClient, RemoteContext
 from ime_frontend.contexts import ContextHost, EngineCore
+from ime_frontend.pending import PendingContext
 from ime_frontend.resilient import ResilientContext
 from karukan_engine.config import Config, SessionSettings
 from karukan_engine.conversion.plain import PlainConverter
@@ -110,7 +111,7 @@ def test_the_input_context_protocol_is_the_table_plus_close():
         assert tuple(protocol) == op.host_params, op.method
 
 
-@pytest.mark.parametrize("proxy", [RemoteContext, ResilientContext])
+@pytest.mark.parametrize("proxy", [RemoteContext, ResilientContext, PendingContext])
 def test_the_client_and_the_resilient_proxy_offer_every_operation(proxy):
     for op in ops.CONTEXT_OPERATIONS:
         method = getattr(proxy, op.method)

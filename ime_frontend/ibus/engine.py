@@ -20,6 +20,7 @@ from dbus_fast.service import ServiceInterface, dbus_property, method
 
 from ime_frontend.ibus import gvariant as gv
 from ime_frontend.ibus.properties import PROP_PREFIX, mode_properties
+from ime_frontend.ibus.placement import TablePlacement, cursor_wait_s
 from ime_frontend.ibus.render import IBusRenderer, Signal
 # The operations an engine forwards to its context (in process, or through the engine service).
 from ime_frontend.operations import InputContext
@@ -49,6 +50,10 @@ class KarukanEngine(ServiceInterface):
         self._context = context
         self._on_destroy = on_destroy
         self._renderer = IBusRenderer()
+        # Lookup tables the panel draws wait for the client's new cursor rectangle (placement.py).
+        self._placement = TablePlacement()
+        self._held_timer: asyncio.TimerHandle | None = None
+        self._cursor_wait_s = cursor_wait_s()
         self._purpose = 0
         self._hints = 0
         self._mode: str | None = None
@@ -62,9 +67,28 @@ class KarukanEngine(ServiceInterface):
 
     def show(self, view: View, commit: bool = True) -> None:
         """Render a view: commit text, preedit, candidates, aux and the input-mode menu."""
-        self._send(self._renderer.render(view, commit))
+        self._send_placed(self._renderer.render(view, commit))
         if view.mode != self._mode:
             self._update_mode(view.mode)
+
+    def _send_placed(self, signals: list[Signal]) -> None:
+        """Send now what may go now; a held lookup table goes when the client reports where its
+        caret is drawn, or after the bound (placement.cursor_wait_s)."""
+        self._send(self._placement.batch(signals, self._renderer.caret_moved))
+        self._cancel_held_timer()
+        if self._placement.held is not None:
+            self._held_timer = asyncio.get_running_loop().call_later(self._cursor_wait_s, self._release_table)
+
+    def _cancel_held_timer(self) -> None:
+        if self._held_timer is not None:
+            self._held_timer.cancel()
+            self._held_timer = None
+
+    def _release_table(self) -> None:
+        self._held_timer = None
+        held = self._placement.release()
+        if held is not None:
+            self._send([held])
 
     def _update_mode(self, mode: str) -> None:
         # Re-registering the whole menu updates both the button label and the checked radio item.
@@ -79,7 +103,7 @@ class KarukanEngine(ServiceInterface):
         if not self.password_field:
             self.show(view)
         elif view.commit:
-            self._send(self._renderer.render(View(handled=False, commit=view.commit)))
+            self._send_placed(self._renderer.render(View(handled=False, commit=view.commit)))
 
     @property
     def password_field(self) -> bool:
@@ -120,7 +144,7 @@ class KarukanEngine(ServiceInterface):
         # ibus-daemon already committed the visible preedit (PREEDIT_COMMIT mode): drop the
         # session's own focus-out commit and just clear what the client shows.
         await self._context.focus_out()
-        self._send(self._renderer.clear())
+        self._send_placed(self._renderer.clear())
 
     @method()
     async def Reset(self):
@@ -134,7 +158,7 @@ class KarukanEngine(ServiceInterface):
     async def Disable(self):
         view = await self._context.set_enabled(False)
         self.show(view)
-        self._send(self._renderer.clear())
+        self._send_placed(self._renderer.clear())
 
     @method()
     async def PageUp(self):
@@ -170,11 +194,15 @@ class KarukanEngine(ServiceInterface):
 
     @method()
     def SetCapabilities(self, caps: "u"):
-        pass
+        self._placement.set_capabilities(caps)
 
     @method()
     def SetCursorLocation(self, x: "i", y: "i", w: "i", h: "i"):
-        pass
+        # ibus-daemon gave the panel this rectangle before us: a held table is placed at it.
+        held = self._placement.cursor_reported()
+        if held is not None:
+            self._cancel_held_timer()
+            self._send([held])
 
     @method()
     def ProcessHandWritingEvent(self, coordinates: "ad"):
@@ -215,7 +243,7 @@ class KarukanEngine(ServiceInterface):
         task = asyncio.ensure_future(self._content_type_changed(self._purpose, self._hints))
         task.add_done_callback(_log_failure)
         if self.password_field:
-            self._send(self._renderer.clear())
+            self._send_placed(self._renderer.clear())
 
     async def _content_type_changed(self, purpose: int, hints: int) -> None:
         # A field that became a password field mid-composition: the session commits what was
@@ -223,13 +251,14 @@ class KarukanEngine(ServiceInterface):
         # commit arrives as a late view instead.
         view = await self._context.set_content_type(purpose, hints)
         if isinstance(view, View) and view.commit:
-            self._send(self._renderer.render(View(handled=False, commit=view.commit)))
+            self._send_placed(self._renderer.render(View(handled=False, commit=view.commit)))
 
     @dbus_property(access=PropertyAccess.READ)
     def FocusId(self) -> "b":
         return True
 
     async def destroy(self) -> None:
+        self._cancel_held_timer()
         await self._context.close()
         self._on_destroy(self)
 

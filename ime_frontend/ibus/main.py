@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
+import time
 
 from dbus_fast import Message, MessageType
 
@@ -81,18 +83,35 @@ def _context_factory(args: argparse.Namespace, loop: asyncio.AbstractEventLoop) 
 
         return remote, closers
 
-    from ime_frontend.contexts import build_core
+    from ime_frontend.pending import PendingContext
 
     # Build the converter in the background: the daemon may ask for an engine right away.
-    core_future = loop.run_in_executor(None, build_core, not args.no_model)
+    core_future = loop.run_in_executor(None, _build_core, not args.no_model)
 
-    async def local(on_update):
+    async def context(on_update):
         core = await core_future
         if not closers:
             closers.append(_closer(lambda: loop.run_in_executor(None, core.close)))
         return core.new_context(loop, on_update)
 
+    async def local(on_update):
+        if core_future.done():
+            return await context(on_update)
+        # Answer CreateEngine now: ibus-daemon passes keys to the application raw until it has
+        # an engine, while the engine holds them until the converter is built.
+        return PendingContext(context(on_update))
+
     return local, closers
+
+
+def _build_core(use_model: bool):
+    from ime_frontend.contexts import build_core
+
+    # Tests only: the converter is not built until this file exists (keys typed meanwhile wait).
+    gate = os.environ.get("KARUKAN_TEST_CORE_GATE")
+    while gate and not os.path.exists(gate):
+        time.sleep(0.05)
+    return build_core(use_model)
 
 
 def _closer(fn):

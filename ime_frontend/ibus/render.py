@@ -43,9 +43,13 @@ class IBusRenderer:
     _preedit: tuple | None = None
     _table: tuple | None = None
     _aux: str | None = None
+    # Whether the last render moved the caret on screen (the preedit text before it changed):
+    # the client will report a new cursor rectangle once it has drawn the preedit.
+    caret_moved: bool = False
 
     def render(self, view: View, commit: bool = True) -> list[Signal]:
         signals: list[Signal] = []
+        self.caret_moved = False
         if commit and view.commit:
             signals.append(("CommitText", "v", [gv.text(view.commit)]))
         self._render_preedit(view, signals)
@@ -68,8 +72,10 @@ class IBusRenderer:
         caret = min(max(0, view.caret), len(text))
         attrs = tuple(preedit_attributes(view))
         state = (text, caret, attrs)
-        if state == (self._preedit or ("", 0, ())):
+        old_text, old_caret, _old_attrs = self._preedit or ("", 0, ())
+        if state == (old_text, old_caret, _old_attrs):
             return
+        self.caret_moved = text[:caret] != old_text[:old_caret]
         signals.append(("UpdatePreeditText", "vubu", [gv.text(text, attrs), caret, bool(text), PREEDIT_COMMIT]))
         self._preedit = state
 

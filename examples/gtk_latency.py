@@ -1,0 +1,223 @@
+"""Per-key latency as a real GTK3 application sees it: Karukan beside ibus-mozc, in one run.
+
+Each engine gets its own private desktop (Xvfb, ibus-daemon or fcitx5) and the GTK test window
+(karukan_testing/gtk_app.py) with the framework's GTK im-module. Keys go in one at a time
+through XTEST (xdotool); the window itself timestamps each key press when it arrives and each
+preedit change (monotonic clock, inside the app). So a figure is: key press at the window →
+the im-module's preedit-changed, with the whole framework path in between (im-module → daemon
+→ engine → daemon → im-module). "typing" is every romaji key; "space" is Space → the
+converted preedit. Engines run as installed, with their defaults (Karukan: live conversion on,
+the bundled model unless --no-model).
+
+ibus-mozc's server refuses to run as root: when run as root, the Mozc desktop runs as the
+unprivileged --user (create it first: `useradd -m mozcuser`).
+
+    python examples/gtk_latency.py [--engines karukan-ibus,mozc-ibus,karukan-fcitx5]
+                                   [--repeats 3] [--no-model] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from karukan_testing.gtk_client import GtkClient, gtk_missing  # noqa: E402
+from karukan_testing.headless import HeadlessDesktop  # noqa: E402
+
+SENTENCES = ["kyouhaiitenkidesune", "watashinonamaehanakanodesu", "kaiginosiryouwookurimasu"]
+ENGINES = ("karukan-ibus", "mozc-ibus", "karukan-fcitx5")
+STEP_TIMEOUT_S = 10.0
+MOZC_IBUS_CONFIG = """engines {
+  name : "mozc-jp"
+  longname : "Mozc"
+  layout : "default"
+  layout_variant : ""
+  layout_option : ""
+  rank : 80
+}
+active_on_launch: True
+"""
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered) + 0.5)) - 1))]
+
+
+def summary(ms: list[float]) -> dict:
+    if not ms:
+        return {"n": 0}
+    return {"n": len(ms), "p50_ms": round(statistics.median(ms), 2), "p95_ms": round(percentile(ms, 0.95), 2),
+            "max_ms": round(max(ms), 2)}
+
+
+def run_as(desktop: HeadlessDesktop, argv: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
+    """A command on the desktop, as its user (ibus-daemon only accepts its own user)."""
+    user = desktop.user
+    return subprocess.run(argv, env=desktop.env, capture_output=True, text=True, timeout=timeout,
+                          user=user, group=user, extra_groups=[] if user else None)
+
+
+def karukan(desktop: HeadlessDesktop, *args: str) -> None:
+    main = "import sys; from karukan_engine.cli import main; sys.exit(main(sys.argv[1:]))"
+    out = subprocess.run([sys.executable, "-c", main, *args], env=desktop.env, capture_output=True, text=True,
+                         timeout=900)
+    if out.returncode != 0:
+        raise SystemExit(f"karukan {' '.join(args)} failed: {out.stderr[-2000:]}")
+
+
+def select_ibus_engine(desktop: HeadlessDesktop, name: str) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        run_as(desktop, ["ibus", "engine", name])
+        if run_as(desktop, ["ibus", "engine"]).stdout.strip() == name:
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"ibus-daemon never selected {name}")
+
+
+def select_fcitx5_karukan(desktop: HeadlessDesktop) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        call = ["dbus-send", "--session", "--print-reply", "--dest=org.fcitx.Fcitx5", "/controller"]
+        run_as(desktop, call + ["org.fcitx.Fcitx.Controller1.SetCurrentIM", "string:karukan"])
+        if '"karukan"' in run_as(desktop, call + ["org.fcitx.Fcitx.Controller1.CurrentInputMethod"]).stdout:
+            return
+        time.sleep(0.2)
+    raise SystemExit("fcitx5 never switched to karukan")
+
+
+def start(engine: str, desktop: HeadlessDesktop, use_model: bool) -> GtkClient:
+    model = [] if use_model else ["--no-model"]
+    if engine != "mozc-ibus":
+        desktop.start_session_bus()
+    desktop.start_xvfb()
+    if engine == "karukan-ibus":
+        karukan(desktop, "install", "--user", "--no-fcitx5", *model)
+        desktop.start_ibus([Path(desktop.env["XDG_DATA_HOME"]) / "ibus/component"])
+    elif engine == "mozc-ibus":
+        # Mozc starts in direct input unless told otherwise (its ibus_config.textproto).
+        config = Path(desktop.env["XDG_CONFIG_HOME"]) / "mozc/ibus_config.textproto"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(MOZC_IBUS_CONFIG)
+        if desktop.user:
+            for path in (config.parent, config):
+                shutil.chown(path, desktop.user, desktop.user)
+        desktop.start_ibus([])           # the system's components: mozc.xml
+    else:
+        karukan(desktop, "install", "--user", "--no-ibus", *model)
+        desktop.start_fcitx5(["keyboard-us", "karukan"], ["dbus", "dbusfrontend", "keyboard", "karukan"],
+                             extra_env={"KARUKAN_FCITX5_STARTUP_MS": "120000"})
+    gtk = GtkClient(desktop, "fcitx" if engine.endswith("fcitx5") else "ibus", name=f"gtk-{engine}")
+    gtk.focus("text")
+    if engine == "mozc-ibus":
+        select_ibus_engine(desktop, "mozc-jp")
+    elif engine == "karukan-ibus":
+        select_ibus_engine(desktop, "karukan")
+    else:
+        select_fcitx5_karukan(desktop)
+    deadline = time.monotonic() + 180
+    while True:                          # ready: "a" is answered with あ
+        gtk.type("a")
+        try:
+            gtk.wait_for(lambda s: s["preedit"] == "あ", timeout_s=5, what=f"{engine} to answer")
+            break
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            if engine == "mozc-ibus":
+                gtk.keys("Hiragana_Katakana")     # Mozc may start in direct input
+            gtk.command("clear")
+    gtk.keys("Escape")
+    gtk.wait_for(lambda s: s["preedit"] == "", what="the preedit to clear")
+    gtk.command("clear")
+    return gtk
+
+
+def press(gtk: GtkClient, key: str) -> bool:
+    """One key (sent by the app itself: its timestamp is the moment the key left); wait
+    (bounded) for the im-module's next preedit change. False if none came."""
+    before = gtk.state()["preedit_changes"]
+    gtk.command(f"press {key}")
+    deadline = time.monotonic() + STEP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if gtk.state()["preedit_changes"] > before:
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def latencies(timings: dict) -> list[tuple[int, float]]:
+    """(keyval, ms) for every key press: to the first preedit change after it."""
+    changes = [t for _text, t in timings["preedits"]]
+    out = []
+    for keyval, t in timings["keys"]:
+        after = [c for c in changes if c >= t]
+        if after:
+            out.append((keyval, (after[0] - t) * 1000))
+    return out
+
+
+def measure(gtk: GtkClient, repeats: int) -> dict:
+    typing, space, missed = [], [], 0
+    gtk.command("timings")                       # forget the warm-up
+    for _ in range(repeats):
+        for sentence in SENTENCES:
+            for ch in sentence:
+                missed += not press(gtk, ch)
+            missed += not press(gtk, "space")
+            timed = latencies(gtk.command("timings"))
+            typing += [ms for _k, ms in timed[:-1]]
+            space += [ms for k, ms in timed[-1:] if k == 0x20]
+            gtk.keys("Return")
+            gtk.wait_for(lambda s: s["preedit"] == "", what="the commit")
+            gtk.command("timings")
+    return {"typing": summary(typing), "space": summary(space), "missed": missed}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--user", default="mozcuser", help="runs the Mozc desktop when run as root")
+    parser.add_argument("--no-model", action="store_true", help="Karukan without the model")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    missing = gtk_missing()
+    if missing:
+        print(f"cannot run: {missing}", file=sys.stderr)
+        return 1
+    results = {}
+    for engine in args.engines.split(","):
+        user = args.user if engine == "mozc-ibus" and os.geteuid() == 0 else None
+        with HeadlessDesktop(user=user) as desktop:
+            gtk = start(engine, desktop, not args.no_model)
+            results[engine] = measure(gtk, args.repeats)
+            gtk.close()
+        print(f"{engine}: done", file=sys.stderr)
+    print(f"{'engine':<16} {'typing p50':>11} {'p95':>8} {'n':>5}   {'Space p50':>10} {'p95':>8} {'n':>4}  missed")
+    for engine, r in results.items():
+        t, s = r["typing"], r["space"]
+        print(f"{engine:<16} {t.get('p50_ms', '-'):>11} {t.get('p95_ms', '-'):>8} {t['n']:>5}   "
+              f"{s.get('p50_ms', '-'):>10} {s.get('p95_ms', '-'):>8} {s['n']:>4}  {r['missed']}")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "benchmark": "gtk_latency", "repeats": args.repeats, "sentences": SENTENCES,
+            "model": not args.no_model, "load": os.getloadavg(), "cpus": os.cpu_count(),
+            "python": platform.python_version(), "results": results,
+        }, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
