@@ -117,7 +117,7 @@ def test_rerank_training_learns_the_choice_the_cost_gets_wrong(tmp_path: Path):
         lines.append(Pool(prompt, cands, [1, 1, 1], [1000, 1500, 2500], 2, 3, "test").to_json())
     pools = tmp_path / "pools.jsonl"
     pools.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    out = rerank_train(RerankOptions(minutes=0.5, lr=3e-3, pools_per_step=8, dev_pools=40),
+    out = rerank_train(RerankOptions(minutes=0.5, epochs=100, lr=3e-3, pools_per_step=8, dev_pools=40),
                        weights_in=weights, pools_path=pools, out_dir=tmp_path / "rerank",
                        lm_dev_path=tmp_path / "none.jsonl", log=lambda _x: None)
     import json
@@ -141,7 +141,7 @@ def test_pools_are_what_the_engine_ranks_and_a_stopped_build_resumes_exactly(tmp
             ("", "カイギ", "会議"), ("", "ハシヲワタル", "橋を渡る")]
     (tmp_path / "pairs" / "train.jsonl").write_text(
         "".join(Pair(c, r, s, "chat").to_json() + "\n" for c, r, s in rows), encoding="utf-8")
-    full = build_pools(4, out=tmp_path / "full" / "pools.jsonl", log=lambda _x: None)
+    full = build_pools(4, out=tmp_path / "full" / "pools.jsonl", split="train", log=lambda _x: None)
     pools = read_pools(full)
     assert len(pools) == 4 and all(len(p.candidates) >= 2 for p in pools)
     for pool in pools:
@@ -152,5 +152,5 @@ def test_pools_are_what_the_engine_ranks_and_a_stopped_build_resumes_exactly(tmp
     # Stopped after the first pair's pool was counted, with a further line half-written.
     resumed.write_text(lines[0] + lines[1][:10], encoding="utf-8")
     resumed.with_suffix(".done").write_text("1 1")
-    build_pools(4, out=resumed, log=lambda _x: None)
+    build_pools(4, out=resumed, split="train", log=lambda _x: None)
     assert resumed.read_text(encoding="utf-8") == full.read_text(encoding="utf-8")

@@ -46,10 +46,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--quant", default="q8_0", help="f32, f16, q8_0, q5_0 or q4_0")
     parser.add_argument("--model-dir", type=Path, default=PACKAGE_MODEL_DIR,
                         help="where export writes <name>.gguf + tokenizer.json (default: package data)")
+    parser.add_argument("--pool-split", choices=("dev", "train"), default="dev",
+                        help="pairs the rerank pools come from (dev: unseen by training)")
     parser.add_argument("--pool-pairs", type=int, default=20000,
                         help="training pairs sampled for the rerank pools (the stage resumes where an "
                              "interrupted run stopped; rerank uses the pools written so far)")
     parser.add_argument("--rerank-minutes", type=float, default=40.0, help="rerank fine-tune budget")
+    parser.add_argument("--rerank-epochs", type=int, default=1, help="passes over the pools")
     parser.add_argument("--eval-limit", type=int, default=500, help="items per evaluation set")
     return parser
 
@@ -94,11 +97,11 @@ def run_stage(stage: str, args: argparse.Namespace) -> None:
 
         scratch = export_model_dir(stage_dir("train") / "model.pt", stage_dir("pools") / "model",
                                    MODEL_NAME, args.quant).parent
-        build_pools(args.pool_pairs, threads=args.threads, model_dir=scratch)
+        build_pools(args.pool_pairs, threads=args.threads, model_dir=scratch, split=args.pool_split)
     elif stage == "rerank":
         from karukan_engine.training.rerank_train import RerankOptions, rerank_train
 
-        rerank_train(RerankOptions(minutes=args.rerank_minutes, threads=args.threads))
+        rerank_train(RerankOptions(minutes=args.rerank_minutes, epochs=args.rerank_epochs, threads=args.threads))
     elif stage == "export":
         from karukan_engine.training.export import export_model_dir
 

@@ -29,6 +29,10 @@ DEV_PERCENT = 2
 _HAS_KANJI = re.compile(r"[\u4e00-\u9fff\u3005]")
 
 
+# train.py scores the dev loss on the first this many dev pairs; the rest stay unseen by any
+# training step, which the rerank pools use (training/pools.py).
+DEV_LOSS_PAIRS = 2000
+
 @dataclass(frozen=True)
 class Pair:
     context: str

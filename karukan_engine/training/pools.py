@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from karukan_engine.kana import nfkc, to_hiragana
-from karukan_engine.training.pairs import Pair, read_pairs
+from karukan_engine.training.pairs import DEV_LOSS_PAIRS, Pair, read_pairs
 from karukan_engine.training.paths import PACKAGE_MODEL_DIR, stage_dir
 
 # Shares of the sample per source: the registers users type most (chat, everyday sentences,
@@ -112,14 +112,26 @@ def pools_for(pairs: Iterable[Pair], model_dir: Path = PACKAGE_MODEL_DIR, thread
                    len(request.reading), pair.source)
 
 
+def source_pairs(split: str, count: int, seed: int) -> list[Pair]:
+    """The pairs pools are made from. "dev": the dev pairs train.py never scores (it scores the
+    first DEV_LOSS_PAIRS) and never trains on, all of them, so the pools show the model's
+    confidence on unseen text; "train": a sample of the training pairs by SOURCE_SHARES (the
+    model has seen them, so its NLL there is more confident than on what users type)."""
+    if split == "dev":
+        pairs = read_pairs(stage_dir("pairs") / "dev.jsonl")[DEV_LOSS_PAIRS:]
+        random.Random(seed).shuffle(pairs)
+        return pairs[:count]
+    return sample_pairs(read_pairs(stage_dir("pairs") / "train.jsonl"), count, seed)
+
+
 def build_pools(count: int, seed: int = 0, out: Path | None = None, model_dir: Path = PACKAGE_MODEL_DIR,
-                threads: int = 1, log=print) -> Path:
-    """<work>/pools/pools.jsonl from `count` sampled training pairs. An interrupted run resumes:
+                threads: int = 1, split: str = "dev", log=print) -> Path:
+    """<work>/pools/pools.jsonl from up to `count` pairs of `split`. An interrupted run resumes:
     `pools.done` holds the pairs done and the lines written at the last flush, and lines after
     those (written while stopping) are cut before the run goes on."""
     out = out or stage_dir("pools") / "pools.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
-    pairs = sample_pairs(read_pairs(stage_dir("pairs") / "train.jsonl"), count, seed)
+    pairs = source_pairs(split, count, seed)
     done_file = out.with_suffix(".done")
     start, lines = map(int, done_file.read_text().split()) if done_file.exists() else (0, 0)
     if out.exists():

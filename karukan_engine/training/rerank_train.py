@@ -30,7 +30,7 @@ import torch.nn.functional as F
 
 from karukan_engine.training.data import Example, encode_pair
 from karukan_engine.training.model import CharGPT, ModelConfig
-from karukan_engine.training.pairs import read_pairs
+from karukan_engine.training.pairs import DEV_LOSS_PAIRS, read_pairs
 from karukan_engine.training.paths import stage_dir
 from karukan_engine.training.pools import Pool, read_pools
 from karukan_engine.training.train import mean_loss
@@ -42,6 +42,9 @@ WEIGHT_NAMES = ("lattice", "nll", "nll_total", "unaligned")
 @dataclass
 class RerankOptions:
     minutes: float = 30.0
+    # One pass by default: a second one teaches the model these very pools (memorising them),
+    # not the choice.
+    epochs: int = 1
     lr: float = 1e-4
     pools_per_step: int = 16
     max_candidates: int = 4           # gold + the best-ranked others (dictionary order first)
@@ -179,7 +182,7 @@ def lm_dev_examples(payload: dict, path: Path) -> list[Example]:
         return []
     tokenizer = CharTokenizer(payload["tokens"])
     n_ctx = payload["config"]["n_ctx"]
-    return [e for e in (encode_pair(tokenizer, p, n_ctx) for p in read_pairs(path)[:2000]) if e]
+    return [e for e in (encode_pair(tokenizer, p, n_ctx) for p in read_pairs(path)[:DEV_LOSS_PAIRS]) if e]
 
 
 def lm_dev_loss(model: CharGPT, examples: list[Example]) -> float | None:
@@ -217,13 +220,16 @@ def rerank_train(options: RerankOptions, weights_in: Path | None = None, pools_p
     rng = random.Random(options.seed)
     started, step = time.monotonic(), 0
     budget = options.minutes * 60
-    while time.monotonic() - started < budget:
+    total_steps = max(1, options.epochs * math.ceil(len(train) / options.pools_per_step))
+    for _epoch in range(options.epochs):
         for chunk in length_batches(train, options.pools_per_step, rng):
             elapsed = time.monotonic() - started
             if elapsed >= budget:
                 break
-            # Cosine decay to 10 % over the budget, after a short warm-up.
-            scale = min(1.0, (step + 1) / 20) * (0.1 + 0.45 * (1 + math.cos(math.pi * elapsed / budget)))
+            # Cosine decay to 10 % over the run (its steps or its time, whichever ends first),
+            # after a short warm-up.
+            progress = min(1.0, max(elapsed / budget, step / total_steps))
+            scale = min(1.0, (step + 1) / 20) * (0.1 + 0.45 * (1 + math.cos(math.pi * progress)))
             optimizer.param_groups[0]["lr"] = options.lr * scale
             weights = positive(raw_weights)
             nlls = candidate_nlls(model, chunk)
@@ -242,9 +248,8 @@ def rerank_train(options: RerankOptions, weights_in: Path | None = None, pools_p
                 record({"step": step, "minutes": round(elapsed / 60, 2), "rank_loss": round(rank_loss.item() / len(chunk), 4),
                         "lm_loss": round(lm_loss.item() / len(chunk), 4),
                         "weights": [round(float(w), 3) for w in positive(raw_weights)]})
-        else:
-            continue
-        break
+        if time.monotonic() - started >= budget:
+            break
     record({"dev_after": dev_accuracy(model, raw_weights, dev), "steps": step,
             "lm_dev_loss": lm_dev_loss(model, lm_dev)})
     final = out_dir / "model.pt"

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from karukan_engine.training.data import IGNORE, Example, batches, encode_pair
 from karukan_engine.training.model import CharGPT, ModelConfig
-from karukan_engine.training.pairs import Pair, read_pairs
+from karukan_engine.training.pairs import DEV_LOSS_PAIRS, Pair, read_pairs
 from karukan_engine.training.paths import stage_dir
 from karukan_engine.training.vocab import CharTokenizer, build_vocabulary
 
@@ -124,7 +124,7 @@ def train(options: TrainOptions, out_dir: Path | None = None, train_pairs: list[
         f"resume at {progress['elapsed'] / 60:.1f} min")
 
     train_examples = [e for e in (encode_pair(tokenizer, p, config.n_ctx) for p in train_pairs) if e]
-    dev_examples = [e for e in (encode_pair(tokenizer, p, config.n_ctx) for p in dev_pairs[:2000]) if e]
+    dev_examples = [e for e in (encode_pair(tokenizer, p, config.n_ctx) for p in dev_pairs[:DEV_LOSS_PAIRS]) if e]
     log(f"examples: {len(train_examples)} train, {len(dev_examples)} dev")
 
     stop = {"now": False}
