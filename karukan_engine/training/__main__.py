@@ -1,8 +1,9 @@
 """`python -m karukan_engine.training STAGE`: run one stage of the model pipeline, or all of them.
 
 Stages (each caches its output under the work directory and is skipped when it exists, unless
---force): corpus, readings, pairs, train, pools, rerank, export, eval; `all` runs them in order.
-`export` exports the `rerank` stage's weights when that stage has run, else `train`'s.
+--force): corpus, readings, pairs, train, export, eval; `all` runs them in order. Two more run
+only when named: `pools` and `rerank` (a fine-tune on the choice the engine asks of the model;
+docs/training.md "Rerank fine-tune"); `export --from rerank` exports its weights.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ MODEL_LICENCE = "CC-BY-SA-4.0"
 MODEL_DESCRIPTION = ("Character-level kana-kanji model (jinen/zenz-v3 prompt) trained by Karukan on "
                      "RealPersonaChat, Tatoeba, Japanese Wikipedia (JGLUE, Kyoto Wikipedia Annotated "
                      "Corpus) and Aozora Bunko; CC BY-SA 4.0; see docs/model-card.md")
-STAGES = ("corpus", "readings", "pairs", "train", "pools", "rerank", "export", "eval")
+STAGES = ("corpus", "readings", "pairs", "train", "export", "eval")
+EXTRA_STAGES = ("pools", "rerank")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m karukan_engine.training", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stage", choices=(*STAGES, "all"))
+    parser.add_argument("stage", choices=(*STAGES, *EXTRA_STAGES, "all"))
     parser.add_argument("--force", action="store_true", help="rebuild the stage even if cached")
     parser.add_argument("--corpus", type=Path, default=default_corpus_dir(),
                         help="the general-domain corpus directory (default: $KARUKAN_CORPUS, or "
@@ -53,14 +55,15 @@ def _parser() -> argparse.ArgumentParser:
                              "interrupted run stopped; rerank uses the pools written so far)")
     parser.add_argument("--rerank-minutes", type=float, default=40.0, help="rerank fine-tune budget")
     parser.add_argument("--rerank-epochs", type=int, default=1, help="passes over the pools")
+    parser.add_argument("--from", dest="weights_from", choices=("train", "rerank"), default="train",
+                        help="whose weights export and eval read")
     parser.add_argument("--eval-limit", type=int, default=500, help="items per evaluation set")
     return parser
 
 
-def final_weights() -> Path:
-    """The weights the model directory is exported from: the rerank fine-tune's when it ran."""
-    reranked = stage_dir("rerank") / "model.pt"
-    return reranked if reranked.exists() else stage_dir("train") / "model.pt"
+def stage_weights(stage: str) -> Path:
+    """The weights `export` and `eval` read: train.py's, or the rerank fine-tune's."""
+    return stage_dir(stage) / "model.pt"
 
 
 def run_stage(stage: str, args: argparse.Namespace) -> None:
@@ -105,13 +108,11 @@ def run_stage(stage: str, args: argparse.Namespace) -> None:
     elif stage == "export":
         from karukan_engine.training.export import export_model_dir
 
-        weights = final_weights()
-        print(f"export: {weights.parent.name}/{weights.name}", file=sys.stderr)
-        export_model_dir(weights, args.model_dir, MODEL_NAME, args.quant, MODEL_LICENCE, MODEL_DESCRIPTION)
+        export_model_dir(stage_weights(args.weights_from), args.model_dir, MODEL_NAME, args.quant, MODEL_LICENCE, MODEL_DESCRIPTION)
     elif stage == "eval":
         from karukan_engine.training.evaluate import evaluate
 
-        report = evaluate(args.model_dir, final_weights(), limit=args.eval_limit,
+        report = evaluate(args.model_dir, stage_weights(args.weights_from), limit=args.eval_limit,
                           threads=args.threads)
         print(json.dumps(report, ensure_ascii=False, indent=1))
 
