@@ -247,7 +247,7 @@ def rerank_train(options: RerankOptions, weights_in: Path | None = None, pools_p
             if step % 50 == 0:
                 record({"step": step, "minutes": round(elapsed / 60, 2), "rank_loss": round(rank_loss.item() / len(chunk), 4),
                         "lm_loss": round(lm_loss.item() / len(chunk), 4),
-                        "weights": [round(float(w), 3) for w in positive(raw_weights)]})
+                        "weights": [round(float(w), 3) for w in positive(raw_weights).detach()]})
         if time.monotonic() - started >= budget:
             break
     record({"dev_after": dev_accuracy(model, raw_weights, dev), "steps": step,

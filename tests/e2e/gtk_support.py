@@ -64,3 +64,14 @@ def wait_learned(desktop: HeadlessDesktop, word: str, timeout_s: float = 90.0) -
         if time.monotonic() > deadline:
             raise AssertionError(f"{word} was never saved to the learning history: {text[:200]!r}")
         time.sleep(0.1)
+
+
+def commit_later_word_without_secret(gtk: GtkClient, desktop: HeadlessDesktop, secret: tuple[str, ...]) -> None:
+    """Type and commit きょう in the TextView (focused, on Karukan), wait until the history with it
+    is saved, and check no form of the password typed before is in it."""
+    gtk.type("kyou")
+    gtk.wait_for(lambda s: s["preedit"] == "きょう", what="きょう")
+    gtk.keys("space", "Return")
+    gtk.wait_for(lambda s: not s["preedit"] and s["text"].endswith(("今日", "京", "強")), what="a commit")
+    saved = wait_learned(desktop, "きょう")
+    assert not any(form in saved for form in secret)
