@@ -172,7 +172,7 @@ def main() -> int:
         evidence = gather_evidence(fused, slot, items)
         rows = []
         for item, found in zip(items, evidence):
-            proposals = fused._model_candidates(slot, model, request_of(item))
+            proposals = fused.model_candidates(slot, model, request_of(item))
             rows.append(row_of(item, found, proposals[0].surface if proposals else None))
         fit[name] = [r for r in rows[0::2] if r is not None]
         held[name] = [r for r in rows[1::2] if r is not None]

@@ -221,7 +221,7 @@ class FusedConverter:
         return bool(base and base[0].source == Source.LEARNING and learning is not None
                     and base[0].surface in learning.lookup(request.reading, request.left_context))
 
-    def _model_candidates(self, slot: ModelSlot, model, request: ConversionRequest) -> list[Candidate]:
+    def model_candidates(self, slot: ModelSlot, model, request: ConversionRequest) -> list[Candidate]:
         """The model's greedy and beam outputs for the trailing chunk (earlier chunks keep their
         live text). Unarbitrated: the ranking weighs them, so the pool is the same whatever the
         weights (examples/fused_quality.py fits the weights on one gathered pool)."""
@@ -244,15 +244,15 @@ class FusedConverter:
             # Only learning and the pool's order can count: skip the NLL pass and alignments,
             # and the model's candidates too when the dictionary's fill the n shown before them.
             shown = unique_surfaces(c for c in base if c.source != Source.VARIANT)
-            extra = [] if len(shown) >= n else self._model_candidates(slot, model, request)
+            extra = [] if len(shown) >= n else self.model_candidates(slot, model, request)
             evidence = [Evidence(c, learning=_learning(c)) for c in unique_surfaces(base + extra)]
         else:
-            evidence = self._weigh(model, request, unique_surfaces(base + self._model_candidates(slot, model, request)))
+            evidence = self._weigh(model, request, unique_surfaces(base + self.model_candidates(slot, model, request)))
         return rank(evidence, len(request.reading), self.settings.weights)
 
     def evidence(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate]) -> list[Evidence]:
         """Every candidate with what the ranking weighs: path cost, model NLL, learning."""
-        return self._weigh(model, request, unique_surfaces(base + self._model_candidates(slot, model, request)))
+        return self._weigh(model, request, unique_surfaces(base + self.model_candidates(slot, model, request)))
 
     def _weigh(self, model, request: ConversionRequest, pool: list[Candidate]) -> list[Evidence]:
         ranked = [c for c in pool if c.source != Source.VARIANT]

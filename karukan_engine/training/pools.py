@@ -91,7 +91,7 @@ def pools_for(pairs: Iterable[Pair], model_dir: Path = PACKAGE_MODEL_DIR, thread
         request = ConversionRequest(to_hiragana(pair.reading), pair.context)
         try:
             listed = base.candidates(request, settings.lattice_nbest)
-            pool = [c for c in listed + fused._model_candidates(slot, model, request)
+            pool = [c for c in listed + fused.model_candidates(slot, model, request)
                     if c.source != Source.VARIANT]
         except Exception:  # a reading the engine refuses (too long for the model, …)
             yield None

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e_support import karukan, live_conversion_off, need
+from e2e_support import karukan, live_conversion_off, need, need_fcitx5_addon
 from karukan_testing.headless import HeadlessDesktop
-from ime_frontend.install import fcitx5_build_missing
 
 
 def pytest_collection_modifyitems(items):
@@ -42,10 +41,7 @@ def ibus_desktop(desktop):
 
 @pytest.fixture(scope="module")
 def fcitx5_desktop(desktop):
-    need("fcitx5", "dbus-daemon", "cmake")
-    missing = fcitx5_build_missing()
-    if missing:
-        pytest.skip(f"cannot build the fcitx5 addon: {missing}")
+    need_fcitx5_addon()
     # Builds the addon with CMake and installs it (and the D-Bus activation file) into this HOME.
     karukan(desktop, "install", "--user", "--no-ibus", "--no-model")
     desktop.start_fcitx5(["keyboard-us", "karukan"], ["dbus", "dbusfrontend", "keyboard", "karukan"],

@@ -23,6 +23,16 @@ def need(*programs: str) -> None:
         pytest.skip(f"not installed: {', '.join(missing)} (./dev.sh test installs them)")
 
 
+def need_fcitx5_addon(*programs: str) -> None:
+    """fcitx5, a session bus and everything `karukan install` needs to build the addon."""
+    from ime_frontend.install import fcitx5_build_missing
+
+    need("fcitx5", "dbus-daemon", "cmake", *programs)
+    missing = fcitx5_build_missing()
+    if missing:
+        pytest.skip(f"cannot build the fcitx5 addon: {missing}")
+
+
 def karukan(desktop: HeadlessDesktop, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """Run the `karukan` command inside the private desktop."""
     main = "import sys; from karukan_engine.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -74,3 +84,19 @@ def live_conversion_off(desktop: HeadlessDesktop) -> None:
     config = Path(desktop.env["XDG_CONFIG_HOME"]) / "karukan/config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("[session]\nlive_conversion = false\n", encoding="utf-8")
+
+
+async def settled_candidates(app, round_trip) -> list[str]:
+    """The suggestion list once the last key's own list has arrived: the key's reply shows the
+    earlier list's entries that still fit, the new list follows; wait until two looks agree.
+    round_trip: an awaitable call through the framework, so late signals are in before a look."""
+    async def look() -> list[str]:
+        await round_trip()
+        return list(app.shown.candidates)
+
+    async def settled() -> list[str] | None:
+        first = await look()
+        await asyncio.sleep(0.3)
+        return first if first and first == await look() else None
+
+    return await eventually(settled, timeout_s=20, interval_s=0.1)

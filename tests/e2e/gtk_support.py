@@ -12,7 +12,7 @@ from karukan_testing.gtk_client import GtkClient, gtk_missing, im_module_missing
 from karukan_testing.headless import HeadlessDesktop
 
 WORD_KEYS, WORD_KANA, WORD = "nihongo", "にほんご", "日本語"
-SENTENCE_KEYS = "kyouhaiitenkidesune"
+SENTENCE_KEYS, SENTENCE = "kyouhaiitenkidesune", "今日はいい天気ですね"
 
 
 def need_gtk(im_module: str) -> None:
@@ -75,3 +75,14 @@ def commit_later_word_without_secret(gtk: GtkClient, desktop: HeadlessDesktop, s
     gtk.wait_for(lambda s: not s["preedit"] and s["text"].endswith(("今日", "京", "強")), what="a commit")
     saved = wait_learned(desktop, "きょう")
     assert not any(form in saved for form in secret)
+
+
+def held_then_converted(gtk: GtkClient, gate: Path) -> None:
+    """After SENTENCE_KEYS + Space + Return typed while the engine is gated: nothing reached the
+    app (held, not passed through); once the gate opens, the sentence arrives converted."""
+    state = gtk.state()
+    assert state["text"] == "" and not raw_romaji_seen(state["history"]), state
+    gate.touch()
+    state = gtk.wait_for(lambda s: s["text"] and not s["preedit"] and s, timeout_s=120, what="the commit")
+    assert state["text"] == SENTENCE, state
+    assert not raw_romaji_seen(state["history"]), state["history"]

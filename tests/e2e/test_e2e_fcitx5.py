@@ -8,7 +8,7 @@ import os
 import signal
 
 
-from e2e_support import engine_pids, eventually, karukan, run
+from e2e_support import engine_pids, eventually, karukan, run, settled_candidates
 from karukan_testing.app_clients import FCITX_CAP_PASSWORD, FCITX_CAPS, FcitxApp
 
 SPACE, RETURN = 0x20, 0xFF0D
@@ -226,21 +226,6 @@ def test_focus_out_commits_the_composition_once(fcitx5_desktop):
     run(body())
 
 
-async def _settled_suggestions(app: FcitxApp) -> list[str]:
-    """The suggestion list once the last key's own list has arrived: the key's reply shows the
-    earlier list's entries that still fit, the new list follows; wait until two looks agree."""
-    async def look() -> list[str]:
-        await app.current_im()    # a round trip that never reaches the engine (a focus-in is an event)
-        return list(app.shown.candidates)
-
-    async def settled() -> list[str] | None:
-        first = await look()
-        await asyncio.sleep(0.3)
-        return first if first and first == await look() else None
-
-    return await eventually(settled, timeout_s=20, interval_s=0.1)
-
-
 def test_suggestions_reach_the_candidate_list_and_tab_return_commits_one(fcitx5_desktop):
     """While composing, the addon shows the service's suggestions as fcitx5's candidate list
     with no cursor; Tab selects the first, which the preedit then shows, and Return commits it."""
@@ -248,7 +233,7 @@ def test_suggestions_reach_the_candidate_list_and_tab_return_commits_one(fcitx5_
         await eventually(lambda: _service_up(fcitx5_desktop), timeout_s=45, interval_s=0.3)
         app = await ready_app(fcitx5_desktop)
         await type_text(app, "arigatou")
-        suggestions = await _settled_suggestions(app)
+        suggestions = await settled_candidates(app, app.current_im)
         assert app.shown.preedit == "ありがとう" and app.shown.candidate_cursor == -1
         assert await app.tap(0xFF09)                      # Tab
         assert app.shown.candidate_cursor == 0 and app.shown.preedit == suggestions[0]

@@ -15,11 +15,10 @@ import subprocess
 import pytest
 from dbus_fast import Message
 
-from e2e_support import engine_pids, eventually, karukan, live_conversion_off, need, run
+from e2e_support import engine_pids, eventually, karukan, live_conversion_off, need_fcitx5_addon, run
 from karukan_testing.app_clients import FCITX_CAPS, FcitxApp
 from ime_frontend.bus import MessageBus
 from karukan_testing.headless import HeadlessDesktop
-from ime_frontend.install import fcitx5_build_missing
 
 SPACE, RETURN = 0x20, 0xFF0D
 WORDS = "kyouhaiitenkidesune"
@@ -27,10 +26,7 @@ WORDS = "kyouhaiitenkidesune"
 
 @pytest.fixture(scope="module")
 def cold_desktop():
-    need("fcitx5", "dbus-daemon", "cmake")
-    missing = fcitx5_build_missing()
-    if missing:
-        pytest.skip(f"cannot build the fcitx5 addon: {missing}")
+    need_fcitx5_addon()
     with HeadlessDesktop() as desktop:
         live_conversion_off(desktop)
         desktop.env["KARUKAN_TEST_START_GATE"] = str(desktop.root / "engine-may-start")

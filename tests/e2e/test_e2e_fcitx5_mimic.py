@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from e2e_support import engine_pids, eventually, karukan, live_conversion_off, need, run
+from e2e_support import engine_pids, eventually, karukan, live_conversion_off, need_fcitx5_addon, run
 from karukan_testing.app_clients import FCITX_CAPS, FcitxApp
 from karukan_testing.headless import HeadlessDesktop
-from ime_frontend.install import fcitx5_build_missing
 
 pytest.importorskip("llama_cpp")
 pytest.importorskip("tokenizers")
@@ -44,10 +43,7 @@ def registry_text(gguf_dir: Path, arch: str) -> str:
 
 @pytest.fixture(scope="module")
 def mimic_fcitx5():
-    need("fcitx5", "dbus-daemon", "cmake")
-    missing = fcitx5_build_missing()
-    if missing:
-        pytest.skip(f"cannot build the fcitx5 addon: {missing}")
+    need_fcitx5_addon()
     from tokenizers import Tokenizer
 
     with HeadlessDesktop() as desktop:

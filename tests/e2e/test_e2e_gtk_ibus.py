@@ -17,15 +17,14 @@ from pathlib import Path
 import pytest
 
 from e2e_support import karukan, live_conversion_off, need
-from gtk_support import (SENTENCE_KEYS, WORD, commit_later_word_without_secret, need_gtk, raw_romaji_seen, ready_in,
-                         type_word)
+from gtk_support import (SENTENCE_KEYS, WORD, commit_later_word_without_secret, held_then_converted,
+                         need_gtk, raw_romaji_seen, ready_in, type_word)
 from karukan_testing.gtk_client import GtkClient
 from karukan_testing.headless import HeadlessDesktop
 from karukan_testing.panel_probe import PanelProbe
 from ime_frontend.ibus.component import component_xml
 from ime_frontend.install import python_command
 
-SENTENCE = "今日はいい天気ですね"
 
 
 def select_karukan(desktop: HeadlessDesktop) -> None:
@@ -181,12 +180,7 @@ def test_keys_typed_while_the_engine_service_starts_arrive_converted(cold_gtk_ib
     gtk.type(SENTENCE_KEYS)
     gtk.keys("space", "Return")
     _wait(lambda: engine_pids(desktop, "ime_frontend.service"), "the engine service to be starting")
-    state = gtk.state()
-    assert state["text"] == "" and not raw_romaji_seen(state["history"]), state   # held, not passed through
-    (desktop.root / "engine-may-start").touch()
-    state = gtk.wait_for(lambda s: s["text"] and not s["preedit"] and s, timeout_s=120, what="the commit")
-    assert state["text"] == SENTENCE, state
-    assert not raw_romaji_seen(state["history"]), state["history"]
+    held_then_converted(gtk, desktop.root / "engine-may-start")
 
 
 @pytest.fixture(scope="module")
@@ -218,9 +212,4 @@ def test_keys_typed_while_the_engine_loads_its_converter_arrive_converted(cold_i
     desktop, gtk = cold_inprocess_gtk_ibus
     gtk.type(SENTENCE_KEYS)
     gtk.keys("space", "Return")
-    state = gtk.state()
-    assert state["text"] == "" and not raw_romaji_seen(state["history"]), state
-    (desktop.root / "converter-may-load").touch()
-    state = gtk.wait_for(lambda s: s["text"] and not s["preedit"] and s, timeout_s=120, what="the commit")
-    assert state["text"] == SENTENCE, state
-    assert not raw_romaji_seen(state["history"]), state["history"]
+    held_then_converted(gtk, desktop.root / "converter-may-load")

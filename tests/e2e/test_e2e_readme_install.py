@@ -16,12 +16,10 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
 
-from e2e_support import PACKAGE_ROOT, eventually, need, run
+from e2e_support import PACKAGE_ROOT, eventually, need, need_fcitx5_addon, run
 from karukan_testing.app_clients import FcitxApp, IBusApp
 from karukan_testing.headless import HeadlessDesktop
-from ime_frontend.install import fcitx5_build_missing
 
 README = PACKAGE_ROOT / "README.md"
 
@@ -184,10 +182,7 @@ def _fcitx5_answers(env: dict[str, str]) -> bool:
 
 
 def test_readme_fcitx5_steps_work_verbatim():
-    need("fcitx5", "fcitx5-remote", "dbus-daemon", "cmake")
-    missing = fcitx5_build_missing()
-    if missing:
-        pytest.skip(f"cannot build the fcitx5 addon: {missing}")
+    need_fcitx5_addon("fcitx5-remote")
     blocks = shell_blocks(readme_section())
     install_cmd = next(line for block in blocks for line in block if "karukan install --user" in line)
     restart = next(block for block in blocks if any(line.startswith("fcitx5 -r") for line in block))
