@@ -36,7 +36,7 @@ from typing import Callable, Sequence
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
+from karukan_engine.conversion.fused import BUNDLED_NGRAM, FusedConverter  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings, FusionWeights  # noqa: E402
 from karukan_engine.kana import to_hiragana  # noqa: E402
@@ -167,6 +167,7 @@ class Pipeline:
     model: object        # NeuralModel
     model_id: str
     slot: ModelSlot
+    ngram: object        # LoadHandle of the bundled character n-gram (None: no file)
 
 
 def load_pipeline(args: argparse.Namespace) -> Pipeline:
@@ -178,7 +179,15 @@ def load_pipeline(args: argparse.Namespace) -> Pipeline:
     dictionary = SystemDictionary()
     model = load_model_by_id_or_path(args.model, ModelOptions(n_threads=args.threads))
     model_id = args.model or "default"
-    return Pipeline(dictionary, LatticeConverter(dictionary, None, None), model, model_id, ModelSlot(model, model_id))
+    ngram = None
+    if BUNDLED_NGRAM.is_file():   # the fit weighs it whatever the weights it starts from
+        from karukan_engine.lm.char_ngram import CharNgram
+        from karukan_engine.neural.background import LoadHandle
+
+        ngram = LoadHandle(lambda: CharNgram.load(BUNDLED_NGRAM), name="karukan-ngram-load")
+        ngram.wait()
+    return Pipeline(dictionary, LatticeConverter(dictionary, None, None), model, model_id,
+                    ModelSlot(model, model_id), ngram)
 
 
 def parse_weights(text: str) -> FusionWeights:
@@ -216,7 +225,7 @@ def main() -> int:
         fit_sets = [(name, it) for name, items in sets.items() if not name.endswith(NO_CONTEXT)
                     for it in items[0::2]]
         fit_items = [it for _name, it in fit_sets]
-        fitter = FusedConverter(base, [slot], settings, lexicon=dictionary)
+        fitter = FusedConverter(base, [slot], settings, lexicon=dictionary, ngram=pipeline.ngram)
         evidence = gather_evidence(fitter, slot, fit_items)
         fitted = fit(fit_items, evidence, [dictionary_top(it) for it in fit_items],
                      groups=[name for name, _it in fit_sets],
@@ -228,7 +237,8 @@ def main() -> int:
               f"+{fitted['fit_wins']} -{fitted['fit_losses']} vs dictionary "
               f"(one-sided p {fitted['fit_p_one_sided']:.3f}) -> weights {weights}")
 
-    rerank = FusedConverter(base, [slot], replace(settings, weights=weights), lexicon=dictionary)
+    rerank = FusedConverter(base, [slot], replace(settings, weights=weights), lexicon=dictionary,
+                            ngram=pipeline.ngram if weights.ngram else None)
     verify = FusedConverter(base, [slot], replace(settings, scheme="verify", weights=weights), lexicon=dictionary)
     neural = NeuralConverter(model)
     results: dict = {}

@@ -272,8 +272,8 @@ def test_mozc_helper_output_is_read_into_segments_and_the_first_page():
 
 @needs_dictionary
 def test_the_fused_pipeline_shows_the_same_clean_page(system, tmp_path):
-    """Space through the fused pipeline (a tiny real model loaded, weighted as the bundled one:
-    no say): the other whole-reading paths' spans (教は, 強は) no longer come before the word
+    """Space through the fused pipeline (a tiny real model loaded, weighted as the bundled one,
+    without its n-gram): the other whole-reading paths' spans (教は, 強は) no longer come before the word
     教派, and the kana forms show."""
     pytest.importorskip("llama_cpp")
     from karukan_engine.conversion.fused import FusedConverter

@@ -214,3 +214,46 @@ def test_the_gated_first_is_a_confident_model_choice_or_the_order_without_the_mo
 def test_a_gate_no_candidate_exceeds_is_no_gate(items, w, n):
     scored = [it if it.nll is not None else replace(it, nll=1.0) for it in items]
     assert rank(scored, n, replace(w, confident_nll=1e9)) == rank(scored, n, w)
+
+
+def test_the_ngram_score_can_pick_the_common_spelling():
+    # Same path cost and no model NLL: the n-gram's log S decides between homophones.
+    items = [ev("機械を", cost=4000), replace(ev("機会を", cost=4000), lm=-3.0)]
+    items[0] = replace(items[0], lm=-9.0)
+    weights = FusionWeights(lattice=1.0, nll=0.0, ngram=0.1)
+    assert rank(items, 4, weights)[0].surface == "機会を"
+    assert rank(items, 4, replace(weights, ngram=0.0))[0].surface == "機械を"
+    assert FusionWeights(ngram=0.1).uses_model_score
+
+
+def test_a_near_tie_does_not_overrule_the_dictionary_first():
+    items = [replace(ev("機械を", cost=4000), lm=-9.0), replace(ev("機会を", cost=4000), lm=-3.0)]
+    weights = FusionWeights(lattice=1.0, nll=0.0, ngram=0.1)           # 機会を lower by 0.6
+    assert rank(items, 4, replace(weights, margin=0.5))[0].surface == "機会を"
+    assert [c.surface for c in rank(items, 4, replace(weights, margin=1.0))] == ["機械を", "機会を"]
+    with pytest.raises(ValueError):
+        FusionWeights(margin=-1.0)
+    with pytest.raises(ValueError):
+        FusionWeights(ngram=-0.1)
+    table = ConversionSettings.from_mapping({"weights": {"ngram": 0.1, "margin": 0.5}})
+    assert (table.weights.ngram, table.weights.margin) == (0.1, 0.5)
+
+
+@given(st.lists(evidence, min_size=1, max_size=12), weights, st.floats(0, 3), st.integers(1, 20),
+       st.lists(st.one_of(st.none(), st.floats(-30, 0)), min_size=12, max_size=12))
+@settings(max_examples=200)
+def test_the_margin_keeps_the_first_unless_another_leads_by_it(items, w, margin, n, lms):
+    items = [replace(it, lm=lm) for it, lm in zip(items, lms)]
+    w = replace(w, ngram=0.1)
+    ranked = rank(items, n, replace(w, margin=margin))
+    plain = rank(items, n, w)
+    assert sorted(c.surface for c in ranked) == sorted(c.surface for c in plain)
+    scored = [it for it in items if it.candidate.source != "variant"]
+    if not scored:
+        return
+    first = ranked[0].surface
+    if first != scored[0].candidate.surface:
+        # It moved the dictionary's first down: the leader beats it by the margin at least.
+        lead = min(fused_score(it, n, w) for it in scored if it.candidate.surface == first)
+        assert fused_score(scored[0], n, w) - lead >= margin
+        assert first == plain[0].surface

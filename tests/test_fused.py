@@ -344,3 +344,51 @@ def test_a_model_failing_while_typing_leaves_the_dictionary_text(base, model_dir
     assert fused.live_refined(req(reading)) is None
     assert fused.live(req(reading)) == base.live(req(reading))
     assert "live model conversion failed" in caplog.text and reading not in caplog.text
+
+
+def _ngram_handle(sentences):
+    from karukan_engine.lm.char_ngram import CharNgram
+
+    handle = LoadHandle(lambda: CharNgram.count(sentences))
+    handle.settle()
+    return handle
+
+
+def test_the_ngram_decides_between_homophones_after_the_context(base, model, system):
+    # Only the n-gram weighs (no lattice, no model NLL): the spelling its text knows after the
+    # context wins, in explicit and in live conversion.
+    weights = replace(SETTINGS.weights, lattice=0.0, nll=0.0, nll_total=0.0, unaligned=50.0, ngram=1.0)
+    settings = replace(SETTINGS, weights=weights)
+    for text, expected in (("機械を修理する", "機械"), ("機会を待つ", "機会")):
+        fused = FusedConverter(base, [ModelSlot(model, "tiny")], settings, system,
+                               ngram=_ngram_handle([text] * 20))
+        top = fused.candidates(req("きかいを"), 5)[0].surface
+        assert top.startswith(expected), top
+        assert fused.live(req("きかいを")).startswith(expected)
+        evidence = fused.evidence(fused.slots[0], model, req("きかいを"), base.candidates(req("きかいを"), 10))
+        assert all(e.lm is not None and e.lm <= 0 for e in evidence if e.candidate.source != "variant")
+
+
+def test_a_missing_ngram_leaves_the_ranking_without_it(base, model, system, caplog, tmp_path):
+    from karukan_engine.lm.char_ngram import CharNgram
+
+    broken = LoadHandle(lambda: CharNgram.load(tmp_path / "missing.npz"))
+    broken.settle()
+    weights = replace(SETTINGS.weights, ngram=0.1)
+    fused = FusedConverter(base, [ModelSlot(model, "tiny")], replace(SETTINGS, weights=weights), system, ngram=broken)
+    with caplog.at_level("WARNING"):
+        assert fused.candidates(req(READINGS[0]), 3)
+        assert fused.candidates(req(READINGS[1]), 3)
+    assert sum("n-gram unavailable" in r.message for r in caplog.records) == 1
+    assert fused.ngram is None
+
+
+def test_the_factory_loads_the_ngram_only_when_the_weights_use_it(model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("KARUKAN_CONFIG", str(tmp_path / "config.toml"))
+    plain = build_converter(ConverterOptions(model_id=str(model_dir)))
+    assert plain.ngram is None
+    plain.close()
+    (tmp_path / "config.toml").write_text("[conversion.weights]\nngram = 0.1\n", encoding="utf-8")
+    weighted = build_converter(ConverterOptions(model_id=str(model_dir)))
+    assert weighted.ngram is not None and weighted.ngram.done()
+    weighted.close()

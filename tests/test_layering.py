@@ -26,8 +26,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("karukan_engine.romaji", "karukan_engine.dictionary"),
     # the user's settings, checked against what the layers below accept
     ("karukan_engine.config",),
-    # the two converters: dictionary lattice, neural model
-    ("karukan_engine.lattice", "karukan_engine.neural"),
+    # the two converters: dictionary lattice, neural model; the character n-gram beside the model
+    ("karukan_engine.lattice", "karukan_engine.neural", "karukan_engine.lm"),
     # fusion, scheduling and the converter factory
     ("karukan_engine.conversion",),
     # one input context: keymap, state machine, view

@@ -1,4 +1,4 @@
-"""examples/ngram_baseline.py: character n-gram counting and stupid-backoff scores on tiny made-up
+"""karukan_engine/lm/char_ngram.py (via examples/ngram_baseline.py): character n-gram counting and stupid-backoff scores on tiny made-up
 text, checked by hand and against a plain-Python reference; the rerank and the lambda fit."""
 
 import importlib.util
@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from karukan_engine.evaluation.metrics import EvalItem
+from karukan_engine.lm.char_ngram import CharNgram
+from karukan_engine.training import ngram as ngram_stage
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "examples" / "ngram_baseline.py"
@@ -72,7 +74,7 @@ def reference_score(sentences, text, context="", order=5, alpha=ALPHA):
 
 
 def test_scores_by_hand():
-    model = nb.CharNgram.count(["今日は晴れ", "今日は雨", "明日は晴れ"])
+    model = CharNgram.count(["今日は晴れ", "今日は雨", "明日は晴れ"])
     # S(今 | B) = 2/3, then 日 and は always follow: log 2/3.
     assert model.score("今日は") == pytest.approx(math.log(2 / 3))
     # After B今日は: 晴 once and 雨 once.
@@ -86,7 +88,7 @@ def test_scores_by_hand():
 
 
 def test_seen_continuation_beats_unseen_one():
-    model = nb.CharNgram.count(["機会があれば行きます", "機械を直します", "機会を待つ"])
+    model = CharNgram.count(["機会があれば行きます", "機械を直します", "機会を待つ"])
     assert model.score("機会", "また") > model.score("機械", "また")
     assert model.score("機械を直", "") > model.score("機会を直", "")
     # Context matters: が follows 機会, never 機械.
@@ -94,7 +96,7 @@ def test_seen_continuation_beats_unseen_one():
 
 
 def test_start_of_text_is_a_context_of_its_own():
-    model = nb.CharNgram.count(["あい", "うあ", "うあ", "うあ"])
+    model = CharNgram.count(["あい", "うあ", "うあ", "うあ"])
     # あ mostly follows う inside a sentence, but a text starting with あ starts like あい.
     assert model.score("い", "あ") == pytest.approx(0.0)        # B あ → い
     assert model.score("あ") == pytest.approx(math.log(1 / 4))  # S(あ | B) = 1/4
@@ -102,14 +104,14 @@ def test_start_of_text_is_a_context_of_its_own():
 
 
 def test_nfkc_and_newlines():
-    model = nb.CharNgram.count(["ＡＢＣ", "abc"])
+    model = CharNgram.count(["ＡＢＣ", "abc"])
     assert model.score("ABC") == model.score("ＡＢＣ")
     # A newline in the context is a sentence start.
     assert model.score("A", "xyz\n") == pytest.approx(model.score("A"))
 
 
 def test_vocabulary_cap_maps_rare_characters_to_unk():
-    model = nb.CharNgram.count(["ああああい", "あう"], max_vocabulary=1)
+    model = CharNgram.count(["ああああい", "あう"], max_vocabulary=1)
     assert len(model.chars) == 1
     assert model.score("あい") == model.score("あう")   # い and う are both UNK
     assert np.isfinite(model.score("猫"))
@@ -123,7 +125,7 @@ sentence = st.text(alphabet, min_size=0, max_size=8)
 @given(st.lists(sentence, min_size=1, max_size=6), st.text(st.sampled_from("ab日z"), max_size=6),
        st.text(st.sampled_from("ab本z\n"), max_size=6), st.integers(1, 5))
 def test_matches_the_plain_python_reference(sentences, text, context, order):
-    model = nb.CharNgram.count(sentences, order=order)
+    model = CharNgram.count(sentences, order=order)
     assert model.score(text, context) == pytest.approx(
         reference_score(sentences, text, context, order=order), rel=1e-9, abs=1e-12)
 
@@ -132,7 +134,7 @@ def test_matches_the_plain_python_reference(sentences, text, context, order):
 @given(st.lists(sentence, min_size=1, max_size=6), st.lists(st.tuples(st.text(max_size=6), st.text(max_size=6)),
                                                              max_size=5))
 def test_scores_are_sane(sentences, pairs):
-    model = nb.CharNgram.count(sentences)
+    model = CharNgram.count(sentences)
     scores = model.score_many(pairs)
     assert np.all(np.isfinite(scores)) and np.all(scores <= 1e-12)   # every S is in (0, 1]
     assert list(scores) == pytest.approx([model.score(t, c) for t, c in pairs])
@@ -152,8 +154,8 @@ def test_adding_a_sentence_with_new_histories_never_lowers_its_score(sentences, 
     its histories were never seen: each then continues only as in the sentence (S = 1). With
     seen histories stupid backoff may lower it (next test), so that is all we claim."""
     fresh = "猫犬鳥" + extra   # 猫犬鳥 never occurs in `sentences`
-    before = nb.CharNgram.count(sentences + ["x"])
-    after = nb.CharNgram.count(sentences + ["x", fresh])
+    before = CharNgram.count(sentences + ["x"])
+    after = CharNgram.count(sentences + ["x", fresh])
     assert after.score(fresh) >= before.score(fresh)
     if len(set(fresh)) == len(fresh):   # no repeated character: no history inside it repeats
         assert after.score(fresh[1:], fresh[0]) == pytest.approx(0.0)
@@ -163,8 +165,8 @@ def test_adding_a_sentence_can_lower_its_own_score_under_stupid_backoff():
     """Why "more text never lowers a sentence's score" is not a property of this model: for b
     after a, the backed-off α²·S(b) (about 0.032) exceeds the first count, 1 / 101."""
     sentences = ["ac"] * 100 + ["b"] * 100
-    before = nb.CharNgram.count(sentences).score("ab")
-    after = nb.CharNgram.count(sentences + ["ab"]).score("ab")
+    before = CharNgram.count(sentences).score("ab")
+    after = CharNgram.count(sentences + ["ab"]).score("ab")
     assert after < before
 
 
@@ -187,17 +189,17 @@ def test_training_text_never_reads_held_out_parts(tmp_path):
     corpus.mkdir()
     (corpus / "chat.txt").write_text("こんにちは\nまたね\n", encoding="utf-8")
     (corpus / "tatoeba.txt").write_text("猫が好き\n", encoding="utf-8")
-    for held_out in nb.HELD_OUT_PARTS:
+    for held_out in ngram_stage.HELD_OUT_PARTS:
         (corpus / f"{held_out}.txt").write_text("禁\n", encoding="utf-8")
     (tmp_path / "readings").mkdir()
     (tmp_path / "readings" / "wac_train.jsonl").write_text(
         json.dumps({"chunks": [["日本", "ニホン"], ["語", "ゴ"]]}, ensure_ascii=False) + "\n", encoding="utf-8")
     (tmp_path / "readings" / "wac_test.jsonl").write_text(
         json.dumps({"chunks": [["禁", "キン"]]}, ensure_ascii=False) + "\n", encoding="utf-8")
-    model, stats, used = nb.build(tmp_path, max_chars=1000)
+    model, stats, used = ngram_stage.build(tmp_path, max_chars=1000)
     assert used == {"chat": 8, "tatoeba": 4, "wac_train": 3}
     assert "禁" not in {chr(c) for c in model.chars}
     assert stats.sentences == 4 and stats.ngrams[1] == len(model.chars) + 1
     # A cap keeps every part's leading lines, the same share of each.
-    sentences, used = nb.capped({"a": ["ab", "cd", "ef"], "b": ["gh", "ij", "kl"]}, max_chars=8)
+    sentences, used = ngram_stage.capped({"a": ["ab", "cd", "ef"], "b": ["gh", "ij", "kl"]}, max_chars=8)
     assert sentences == ["ab", "cd", "gh", "ij"] and used == {"a": 4, "b": 4}

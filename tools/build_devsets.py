@@ -2,7 +2,8 @@
 
     python tools/build_devsets.py
 
-- mozc_evaluation.tsv: Mozc's dictionary_oss/evaluation.tsv (reading -> expected sentence),
+- mozc_evaluation.tsv: Mozc's dictionary_oss/evaluation.tsv, its `Conversion Expected` rows
+  (reading -> the expected first candidate, the test's argument, not the output column),
   from the same Debian source tarball the dictionary is built from (BSD-3, Google).
 - anthy_corpus.tsv: the Anthy corpus (corpus/corpus.[0-5].txt of Debian's anthy source):
   bunsetsu-segmented pairs `|reading|...| |surface|...|`; lines whose surface carries `~`
@@ -32,7 +33,7 @@ Built by `python tools/build_devsets.py` (downloads cached under work_data/, not
 
 | file | source | licence |
 | --- | --- | --- |
-| mozc_evaluation.tsv | Mozc `src/data/dictionary_oss/evaluation.tsv` (Debian source mozc {mozc}) | BSD-3-Clause, Copyright 2010-2021 Google Inc. (see ../dictionary/LICENSE.mozc.txt) |
+| mozc_evaluation.tsv | Mozc `src/data/dictionary_oss/evaluation.tsv` (Debian source mozc {mozc}): its `Conversion Expected` rows, the test's argument as the answer | BSD-3-Clause, Copyright 2010-2021 Google Inc. (see ../dictionary/LICENSE.mozc.txt) |
 | anthy_corpus.tsv, anthy_context.jsonl | Anthy `corpus/corpus.[0-5].txt` (Debian source anthy {anthy}); the JSONL takes every 4th line with ≥ 2 bunsetsu and turns its leading bunsetsu (surfaces) into left context | corpus.1: public domain; the rest LGPL-2.1+/LGPL-3+ per Debian's copyright file for anthy ("Files: *"); used as a test fixture only |
 
 Rows: reading<TAB>expected output. Used for evaluation only, never for training or tuning.
@@ -40,13 +41,21 @@ Rows: reading<TAB>expected output. Used for evaluation only, never for training 
 
 
 def parse_mozc_evaluation(text: str) -> list[tuple[str, str]]:
+    """(reading, expected first candidate) of every row whose test fixes the first candidate.
+
+    Columns: status, input, output, command, argument, version. `output` is what that Mozc
+    version converted to, right or wrong (a FAILED row's output is the error), so it is never
+    the answer. A plain `Conversion Expected` row names the first candidate in its argument;
+    `Conversion Expected N` only asks for the argument within the first N, and `Conversion
+    (Not) Match` only for a substring, so neither says what the first candidate should be.
+    """
     rows = []
     for line in text.splitlines():
         if line.startswith("#") or not line.strip():
             continue
         fields = line.split("\t")
-        if len(fields) >= 3 and fields[1] and fields[2]:
-            rows.append((fields[1], fields[2]))
+        if len(fields) >= 5 and fields[1] and fields[3].strip() == "Conversion Expected" and fields[4]:
+            rows.append((fields[1], fields[4]))
     return rows
 
 

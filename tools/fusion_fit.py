@@ -1,6 +1,6 @@
 """Fitting the fusion weights the engine ships (conversion/settings.py), per model.
 
-The model's evidence (candidate pool, path costs, NLLs) is gathered once per fit row, as
+The model's evidence (candidate pool, path costs, NLLs, n-gram scores) is gathered once per fit row, as
 FusedConverter.candidates gathers it, and a grid search over the weights (the confidence gate
 `confident_nll` included) maximises pooled Acc@1 (NFKC), Recall@5 breaking ties, among the grid
 points that break no more rows than they fix on any one dev set (a gain on chat must not be paid
@@ -28,11 +28,13 @@ from karukan_engine.evaluation.metrics import EvalItem, Scores
 from karukan_engine.kana import nfkc
 
 GRID = {
-    "lattice": (0.0, 0.25, 0.5, 1.0, 2.0, 4.0),
-    "nll": (0.0, 0.25, 0.5, 1.0, 2.0),
-    "nll_total": (0.0, 0.05, 0.1, 0.2, 0.4),
-    "unaligned": (0.5, 2.0, 8.0),
-    "confident_nll": (None, 0.01, 0.02, 0.05, 0.1),
+    "lattice": (0.5, 1.0, 2.0, 4.0),
+    "nll": (0.0, 0.25),
+    "nll_total": (0.0, 0.025, 0.05, 0.1),
+    "ngram": (0.0, 0.05, 0.1, 0.15),
+    "unaligned": (2.0, 8.0),
+    "confident_nll": (None, 0.05),
+    "margin": (0.0, 0.5, 1.0),
 }
 # No say for the model: every candidate scores the same, so the pool keeps the dictionary's order.
 NO_MODEL_SAY = FusionWeights(lattice=0.0, nll=0.0, learning=1.0, unaligned=0.0)
@@ -94,11 +96,11 @@ def summary_of(items: Sequence[EvalItem], outputs: Sequence[Sequence[str]]) -> d
 
 def grid_points() -> list[FusionWeights]:
     points = []
-    for lattice, nll, nll_total, unaligned, gate in itertools.product(*GRID.values()):
-        if gate is not None and nll == nll_total == 0:
+    for lattice, nll, nll_total, ngram, unaligned, gate, margin in itertools.product(*GRID.values()):
+        if gate is not None and nll == nll_total == ngram == 0:
             continue   # the gate only gates the model's terms
         points.append(FusionWeights(lattice=lattice, nll=nll, learning=1.0, unaligned=unaligned,
-                                    nll_total=nll_total, confident_nll=gate))
+                                    nll_total=nll_total, confident_nll=gate, ngram=ngram, margin=margin))
     return points
 
 

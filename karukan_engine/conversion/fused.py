@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from karukan_engine.conversion.align import Aligner, Alignment
@@ -33,7 +34,7 @@ from karukan_engine.conversion.scheduler import JobContext
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import suggestions
 from karukan_engine.core.candidates import unique_surfaces
-from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment, Source
+from karukan_engine.core.types import Candidate, ConversionRequest, Segment, Source
 from karukan_engine.conversion.verify import verify_draft
 from karukan_engine.kana import to_katakana
 from karukan_engine.lattice.candidate_filter import HIRAGANA_BY, KATAKANA_BY, bring_forward
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Beside the bundled model; built by `python -m karukan_engine.training ngram`.
+BUNDLED_NGRAM = Path(__file__).resolve().parent.parent / "data" / "model" / "char-5gram.npz"
 ALIGNMENT_CACHE = 4096
 # Spellings of a chunk from the lattice that the model weighs in live conversion.
 LIVE_NBEST = 5
@@ -55,10 +58,12 @@ class FusedConverter:
     """Implements LiveConverter (contracts.py) over a DictionaryConverter."""
 
     def __init__(self, base: DictionaryConverter, slots: Sequence[ModelSlot] = (),
-                 settings: ConversionSettings = ConversionSettings(), lexicon=None) -> None:
-        """slots: models best first (e.g. main, then light); lexicon: the system dictionary."""
+                 settings: ConversionSettings = ConversionSettings(), lexicon=None, ngram=None) -> None:
+        """slots: models best first (e.g. main, then light); lexicon: the system dictionary;
+        ngram: a LoadHandle of the character n-gram (lm/char_ngram.py), or None."""
         self.base = base
         self.slots = list(slots)
+        self.ngram = ngram
         self.settings = settings
         self.lexicon = lexicon
         self.aligner = Aligner(lexicon) if lexicon is not None else None
@@ -171,9 +176,21 @@ class FusedConverter:
         nlls = (model.score_many(reading, context, pool) if weights.uses_model_score and model is not None
                 else [None] * len(pool))
         evidence = [Evidence(Candidate(text, source=Source.MODEL if text == model_text else Source.DICTIONARY),
-                             self.path_cost(reading, text), nll)
-                    for text, nll in zip(pool, nlls)]
+                             self.path_cost(reading, text), nll, lm=lm)
+                    for text, nll, lm in zip(pool, nlls, self.ngram_scores(context, pool))]
         return rank(evidence, len(reading), weights)[0].surface
+
+    def ngram_scores(self, context: str, surfaces: Sequence[str]) -> list[float | None]:
+        """The n-gram's log S of each surface after the context; None while it loads, when it
+        failed to, or without one (build_fused_converter gives one only when the weights use it)."""
+        handle = self.ngram
+        if handle is None or not handle.ready():
+            if handle is not None and handle.done() and not handle.ready():
+                # Once: a missing or damaged file leaves the ranking without the n-gram.
+                log.warning("character n-gram unavailable (%s); ranking without it", handle.error)
+                self.ngram = None
+            return [None] * len(surfaces)
+        return [float(v) for v in handle.wait(0).score_many([(s, context) for s in surfaces])]
 
     def model_never_wins(self) -> bool:
         """With no lattice, model or alignment weight the model's text can only tie the
@@ -256,9 +273,11 @@ class FusedConverter:
 
     def _weigh(self, model, request: ConversionRequest, pool: list[Candidate]) -> list[Evidence]:
         ranked = [c for c in pool if c.source != Source.VARIANT]
-        nlls = model.score_many(request.reading, request.left_context, [c.surface for c in ranked])
-        evidence = [Evidence(c, self.path_cost(request.reading, c.surface), nll, _learning(c))
-                    for c, nll in zip(ranked, nlls)]
+        surfaces = [c.surface for c in ranked]
+        nlls = model.score_many(request.reading, request.left_context, surfaces)
+        lms = self.ngram_scores(request.left_context, surfaces)
+        evidence = [Evidence(c, self.path_cost(request.reading, c.surface), nll, _learning(c), lm)
+                    for c, nll, lm in zip(ranked, nlls, lms)]
         return evidence + [Evidence(c) for c in pool if c.source == Source.VARIANT]
 
     def _verified(self, slot: ModelSlot, request: ConversionRequest, base: list[Candidate]) -> list[Candidate]:
@@ -422,10 +441,22 @@ def build_fused_converter(base: DictionaryConverter, options: ConverterOptions) 
     if settings.light_model:
         # A light model is optional: if it fails to load, its slot simply stays empty.
         slots.append(ModelSlot(load_in_background(settings.light_model), settings.light_model))
-    converter = FusedConverter(base, slots, settings, lexicon=base.dictionary)
+    converter = FusedConverter(base, slots, settings, lexicon=base.dictionary, ngram=_ngram_handle(settings))
     if not options.load_in_background:
         converter.wait_for_model()
+        if converter.ngram is not None:
+            converter.ngram.settle()
     return converter
+
+
+def _ngram_handle(settings: ConversionSettings):
+    """The bundled character n-gram loading on a thread, when the weights use it."""
+    if not settings.weights.ngram:
+        return None
+    from karukan_engine.lm.char_ngram import CharNgram
+    from karukan_engine.neural.background import LoadHandle
+
+    return LoadHandle(lambda: CharNgram.load(BUNDLED_NGRAM), name="karukan-ngram-load")
 
 
 def _load_default():

@@ -2,7 +2,8 @@
 
 Each candidate carries the evidence gathered for it: the dictionary path cost of its surface
 (constrained lattice; None when the dictionary cannot produce it), the model's NLL per surface
-character (None without a model), and the learning score. Lower scores rank first.
+character (None without a model), the character n-gram's log S of the surface after the left
+context (None without one), and the learning score. Lower scores rank first.
 Transliteration variants ([全]カタカナ …) are not ranked: they stay at the end, in their order.
 """
 
@@ -23,6 +24,7 @@ class Evidence:
     lattice_cost: float | None = None
     nll: float | None = None
     learning: float = 0.0
+    lm: float | None = None
 
 
 def fused_score(item: Evidence, reading_chars: int, weights: FusionWeights) -> float:
@@ -36,6 +38,8 @@ def fused_score(item: Evidence, reading_chars: int, weights: FusionWeights) -> f
         if weights.nll_total:
             # Evidence.nll is per NFKC surface character (karukan_engine.neural.nll).
             score += weights.nll_total * item.nll * max(1, len(nfkc(item.candidate.surface)))
+    if item.lm is not None:
+        score -= weights.ngram * item.lm
     return score - weights.learning * item.learning
 
 
@@ -45,7 +49,9 @@ def rank(items: Sequence[Evidence], reading_chars: int, weights: FusionWeights) 
     With `weights.confident_nll` set, the model's terms may change which candidate comes first
     only when the model is confident of the one it puts there (its NLL per character at most
     that); otherwise the order without the model's terms stands: a small model overrules the
-    dictionary where it knows the text, not where it is guessing.
+    dictionary where it knows the text, not where it is guessing. With `weights.margin`, the
+    first of `items` (the dictionary's first: pools list it first) stays first unless another
+    candidate scores lower by at least the margin.
     """
     ranked = [it for it in items if it.candidate.source != Source.VARIANT]
     variants = [it.candidate for it in items if it.candidate.source == Source.VARIANT]
@@ -53,9 +59,13 @@ def rank(items: Sequence[Evidence], reading_chars: int, weights: FusionWeights) 
     if order and weights.confident_nll is not None and weights.uses_model_score:
         top = ranked[order[0]]
         if top.nll is None or top.nll > weights.confident_nll:
-            without_model = _order(ranked, reading_chars, replace(weights, nll=0.0, nll_total=0.0))
+            without_model = _order(ranked, reading_chars, replace(weights, nll=0.0, nll_total=0.0, ngram=0.0))
             if without_model[0] != order[0]:
                 order = without_model
+    if order and order[0] != 0 and weights.margin > 0:
+        lead = fused_score(ranked[order[0]], reading_chars, weights)
+        if fused_score(ranked[0], reading_chars, weights) - lead < weights.margin:
+            order = [0, *(i for i in order if i != 0)]
     return unique_surfaces([ranked[i].candidate for i in order], variants)
 
 

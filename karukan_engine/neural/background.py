@@ -37,6 +37,10 @@ class LoadHandle:
     def done(self) -> bool:
         return self._done.is_set()
 
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait until loading ended, either way, without raising; True when it has."""
+        return self._done.wait(timeout)
+
     def wait(self, timeout: float | None = None):
         """The model; raises the load error, or TimeoutError if still loading after timeout."""
         if not self._done.wait(timeout):

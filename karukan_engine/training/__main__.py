@@ -1,7 +1,8 @@
 """`python -m karukan_engine.training STAGE`: run one stage of the model pipeline, or all of them.
 
 Stages (each caches its output under the work directory and is skipped when it exists, unless
---force): corpus, readings, pairs, train, export, eval; `all` runs them in order. Two more run
+--force): corpus, readings, pairs, train, export, ngram (the character n-gram beside the
+model), eval; `all` runs them in order. Two more run
 only when named: `pools` and `rerank` (a fine-tune on the choice the engine asks of the model;
 docs/training.md "Rerank fine-tune"); `export --from rerank` exports its weights.
 """
@@ -21,7 +22,7 @@ MODEL_LICENCE = "CC-BY-SA-4.0"
 MODEL_DESCRIPTION = ("Character-level kana-kanji model (jinen/zenz-v3 prompt) trained by Karukan on "
                      "RealPersonaChat, Tatoeba, Japanese Wikipedia (JGLUE, Kyoto Wikipedia Annotated "
                      "Corpus) and Aozora Bunko; CC BY-SA 4.0; see docs/model-card.md")
-STAGES = ("corpus", "readings", "pairs", "train", "export", "eval")
+STAGES = ("corpus", "readings", "pairs", "train", "export", "ngram", "eval")
 EXTRA_STAGES = ("pools", "rerank")
 
 
@@ -57,6 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rerank-epochs", type=int, default=1, help="passes over the pools")
     parser.add_argument("--from", dest="weights_from", choices=("train", "rerank"), default="train",
                         help="whose weights export and eval read")
+    parser.add_argument("--ngram-min-count", type=int, default=2,
+                        help="n-grams (order >= 2) seen fewer times are not kept in the n-gram file")
     parser.add_argument("--eval-limit", type=int, default=500, help="items per evaluation set")
     return parser
 
@@ -109,6 +112,10 @@ def run_stage(stage: str, args: argparse.Namespace) -> None:
         from karukan_engine.training.export import export_model_dir
 
         export_model_dir(stage_weights(args.weights_from), args.model_dir, MODEL_NAME, args.quant, MODEL_LICENCE, MODEL_DESCRIPTION)
+    elif stage == "ngram":
+        from karukan_engine.training.ngram import build_ngram
+
+        build_ngram(args.model_dir, min_count=args.ngram_min_count, force=args.force)
     elif stage == "eval":
         from karukan_engine.training.evaluate import evaluate
 

@@ -1,0 +1,1 @@
+"""Language models over surfaces that the ranking weighs beside the neural model."""

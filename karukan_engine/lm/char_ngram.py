@@ -1,0 +1,275 @@
+"""A character n-gram language model (stupid backoff), counted from text and shipped compact.
+
+The bundled model pairs it with the small neural model: counted exactly over the general-domain
+training text, it tells which spelling of a reading is the common one after the left context
+(機会 or 機械) better than a 2.6 M-parameter network can (docs/model-card.md), for a few
+milliseconds per conversion. conversion/ranking.py weighs its score with the others.
+
+S(w | h) = c(h w) / c(h) for the longest history h (up to order - 1 characters) with a stored
+h w, times alpha for every character dropped from the history; at the bottom the unigram
+(c(w) + 1) / (N + V) over every id (characters, UNK and the sentence boundary), so an unseen
+character still scores (Brants et al. 2007). S is not a normalised probability; every S is in
+(0, 1]. A text's score is the sum of its characters' log S (natural log).
+
+Counting is numpy only: characters map to small ints, an n-gram is an int64 code (sum of
+id * base^position), each order's codes are counted with np.unique and looked up with
+np.searchsorted; the count of a history is the sum of the counts of its continuations.
+
+The file (`save` / `load`) keeps, per order >= 2, the sorted codes of the n-grams counted at
+least `min_count` times (delta-coded, compressed) with their log S quantised to 1/16 nat, and
+the dense unigram logs; n-grams pruned away back off to the shorter history, as unseen ones do.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+import zipfile
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+UNK = 0          # a character outside the vocabulary
+BOUNDARY = 1     # sentence start / end
+FIRST_CHAR_ID = 2
+INT64_MAX = np.iinfo(np.int64).max
+ORDER = 5
+ALPHA = 0.4
+FORMAT = 1
+LOG_STEP = 1.0 / 16          # nats per quantisation step of a stored log S
+LOG_LEVELS = 255             # the steps a uint8 holds: log S down to -15.9 nats
+
+
+class CharNgramError(ValueError):
+    """The n-gram file is missing, damaged or of another format (the message says which)."""
+
+
+def normalise(text: str) -> str:
+    """NFKC; a newline inside a text is a sentence boundary, other line breaks become it too."""
+    return unicodedata.normalize("NFKC", text).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def codepoints(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+
+
+def max_base(order: int) -> int:
+    """The largest base whose order-th power still fits an int64 code."""
+    base = int(round(INT64_MAX ** (1.0 / order)))
+    while base ** order > INT64_MAX:
+        base -= 1
+    return base
+
+
+class CharNgram:
+    """Stupid-backoff scores over stored n-grams: keys[k - 1] are the sorted order-k codes,
+    logs[k - 1] their log S (for k = 1: the dense unigram log of every id). A counted model also
+    keeps its exact counts (counts, history_counts); a loaded one has only what scoring needs."""
+
+    def __init__(self, chars: np.ndarray, order: int, alpha: float,
+                 keys: list[np.ndarray], logs: list[np.ndarray],
+                 counts: list[np.ndarray] | None = None, history_counts: list[np.ndarray] | None = None) -> None:
+        self.chars = chars                      # sorted code points of the vocabulary
+        self.base = len(chars) + FIRST_CHAR_ID
+        self.order, self.alpha = order, alpha
+        self.keys, self.logs = keys, logs
+        self.counts, self.history_counts = counts, history_counts
+
+    # --- counting ---------------------------------------------------------------------------
+
+    @classmethod
+    def count(cls, sentences: Iterable[str], order: int = ORDER, alpha: float = ALPHA,
+              max_vocabulary: int | None = None) -> "CharNgram":
+        """Count every n-gram (n = 1..order) of the sentences, each framed by boundaries.
+        The most frequent characters are the vocabulary (as many as int64 codes allow, or
+        max_vocabulary); any others count as UNK."""
+        lines = [s for s in (normalise(s).replace("\n", "") for s in sentences) if s]
+        cps = codepoints("\n" + "".join(line + "\n" for line in lines))
+        chars, freq = np.unique(cps[cps != ord("\n")], return_counts=True)
+        limit = max_base(order) - FIRST_CHAR_ID
+        if max_vocabulary is not None:
+            limit = min(limit, max_vocabulary)
+        if len(chars) > limit:
+            chars = chars[np.sort(np.argsort(-freq, kind="stable")[:limit])]
+        return cls.from_ids(_map_ids(cps, chars), chars, order, alpha)
+
+    @classmethod
+    def from_ids(cls, ids: np.ndarray, chars: np.ndarray, order: int, alpha: float) -> "CharNgram":
+        """ids: BOUNDARY s1 BOUNDARY s2 ... BOUNDARY. An n-gram never crosses a sentence: a
+        boundary may only be its first symbol (a sentence start) or its last (a sentence end)."""
+        base = len(chars) + FIRST_CHAR_ID
+        if base ** order > INT64_MAX:
+            raise ValueError(f"{len(chars)} characters: order-{order} codes would not fit int64")
+        ids = np.asarray(ids, dtype=np.int64)
+        is_boundary = ids == BOUNDARY
+        keys, counts, history_counts, logs = [], [], [], []
+        codes, valid = ids, np.ones(len(ids), dtype=bool)
+        for k in range(1, order + 1):
+            n = max(0, len(ids) - k + 1)
+            if k == 1:
+                selected = ids[1:]          # every symbol but the opening boundary is predicted
+            else:
+                codes = codes[:n] * base + ids[k - 1:k - 1 + n]
+                valid = valid[:n]
+                if k >= 3:                  # symbol i + k - 2 is now inside the n-gram at i
+                    valid = valid & ~is_boundary[k - 2:k - 2 + n]
+                selected = codes[valid]
+            unique, count = np.unique(selected, return_counts=True)
+            count = count.astype(np.int64)
+            keys.append(unique)
+            counts.append(count)
+            if k == 1:
+                history_counts.append(np.zeros(0, dtype=np.int64))
+                dense = np.zeros(base, dtype=np.int64)
+                dense[unique] = count
+                logs.append(np.log((dense + 1) / (count.sum() + base)))
+            else:   # a history's count: the sum over its continuations (prefixes of sorted codes are sorted)
+                prefix = unique // base
+                starts = np.flatnonzero(np.r_[True, prefix[1:] != prefix[:-1]]) if len(prefix) else prefix
+                sums = (np.add.reduceat(count, starts).astype(np.int64) if len(prefix)
+                        else np.zeros(0, dtype=np.int64))
+                history_counts.append(sums)
+                per_gram = np.repeat(sums, np.diff(np.r_[starts, len(prefix)])) if len(prefix) else sums
+                logs.append(np.log(count / np.maximum(per_gram, 1)))
+            del selected
+        return cls(chars, order, alpha, keys, logs, counts, history_counts)
+
+    def pruned(self, min_count: int) -> "CharNgram":
+        """The n-grams of order >= 2 counted at least min_count times (a counted model only);
+        their scores stay those of the full counts, the rest back off."""
+        if self.counts is None:
+            raise ValueError("only a counted model can be pruned")
+        keys, logs = [self.keys[0]], [self.logs[0]]
+        for k in range(2, self.order + 1):
+            keep = self.counts[k - 1] >= min_count
+            keys.append(self.keys[k - 1][keep])
+            logs.append(self.logs[k - 1][keep])
+        return CharNgram(self.chars, self.order, self.alpha, keys, logs)
+
+    # --- scoring ----------------------------------------------------------------------------
+
+    def ids_of(self, text: str) -> np.ndarray:
+        return _map_ids(codepoints(normalise(text)), self.chars)
+
+    def window_scores(self, windows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """log S of each window's last symbol given the symbols before it.
+        windows: (P, order) ids, right-aligned; lengths: how many of them are real (1..order)."""
+        windows = np.asarray(windows, dtype=np.int64)
+        lengths = np.asarray(lengths, dtype=np.int64)
+        target = windows[:, -1]
+        score = self.logs[0][target] + (lengths - 1) * math.log(self.alpha)
+        done = np.zeros(len(windows), dtype=bool)
+        for k in range(self.order, 1, -1):
+            rows = np.flatnonzero((lengths >= k) & ~done)
+            keys = self.keys[k - 1]
+            if not len(rows) or not len(keys):
+                continue
+            part = windows[rows, self.order - k:]      # k real symbols: lengths >= k
+            code = np.zeros(len(rows), dtype=np.int64)
+            for j in range(k):
+                code = code * self.base + part[:, j]
+            pos = np.minimum(np.searchsorted(keys, code), len(keys) - 1)
+            seen = keys[pos] == code
+            if seen.any():
+                r = rows[seen]
+                score[r] = self.logs[k - 1][pos[seen]] + (lengths[r] - k) * math.log(self.alpha)
+                done[r] = True
+        return score
+
+    def windows_of(self, text: str, context: str = "") -> tuple[np.ndarray, np.ndarray]:
+        """The scoring windows of text's characters: up to order - 1 symbols before each, from
+        the context after its last sentence start (the start of the text, when the context is
+        empty or short, or where a newline in it is)."""
+        history = np.r_[BOUNDARY, self.ids_of(context)].astype(np.int64)
+        history = history[max(int(np.flatnonzero(history == BOUNDARY)[-1]), len(history) - (self.order - 1)):]
+        target = self.ids_of(text)
+        h, n = len(history), len(target)
+        if n == 0:
+            return np.zeros((0, self.order), dtype=np.int64), np.zeros(0, dtype=np.int64)
+        padded = np.r_[np.full(self.order - 1, -1, dtype=np.int64), history, target]
+        windows = np.lib.stride_tricks.sliding_window_view(padded, self.order)[h:h + n]
+        lengths = np.minimum(self.order, h + 1 + np.arange(n))
+        return windows, lengths
+
+    def score(self, text: str, context: str = "") -> float:
+        """log S(text | context): the sum of its characters' log S, natural log."""
+        return float(self.score_many([(text, context)])[0])
+
+    def score_many(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """log S(text | context) for every (text, context), in one vectorised pass."""
+        all_windows, all_lengths, owner = [], [], []
+        for index, (text, context) in enumerate(pairs):
+            windows, lengths = self.windows_of(text, context)
+            all_windows.append(windows)
+            all_lengths.append(lengths)
+            owner.append(np.full(len(lengths), index, dtype=np.int64))
+        out = np.zeros(len(pairs))
+        if not pairs or not sum(len(x) for x in all_lengths):
+            return out
+        scores = self.window_scores(np.concatenate(all_windows), np.concatenate(all_lengths))
+        np.add.at(out, np.concatenate(owner), scores)
+        return out
+
+    def distinct(self) -> dict[int, int]:
+        """Stored n-grams per order (for order 1: the characters and boundary seen)."""
+        first = int((self.counts[0] > 0).sum()) if self.counts is not None else len(self.keys[0])
+        return {1: first, **{k: len(self.keys[k - 1]) for k in range(2, self.order + 1)}}
+
+    # --- the file ---------------------------------------------------------------------------
+
+    def save(self, path: Path) -> None:
+        arrays = {"format": np.array(FORMAT), "order": np.array(self.order), "alpha": np.array(self.alpha),
+                  "chars": self.chars.astype(np.uint32), "unigram": self.logs[0].astype(np.float32)}
+        for k in range(2, self.order + 1):
+            keys = self.keys[k - 1]
+            arrays[f"delta{k}"] = np.diff(keys, prepend=np.int64(0))
+            arrays[f"quant{k}"] = np.clip(np.rint(-self.logs[k - 1] / LOG_STEP), 0, LOG_LEVELS).astype(np.uint8)
+        path = Path(path)
+        partial = path.with_name(path.name + ".partial")
+        with partial.open("wb") as out:
+            np.savez_compressed(out, **arrays)
+        partial.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> "CharNgram":
+        """The model in `path`; CharNgramError when it is missing, damaged or another format."""
+        try:
+            with np.load(Path(path), allow_pickle=False) as data:
+                if int(data["format"]) != FORMAT:
+                    raise CharNgramError(f"{Path(path).name}: n-gram format {int(data['format'])}, expected {FORMAT}")
+                order, alpha = int(data["order"]), float(data["alpha"])
+                chars = data["chars"].astype(np.int64)
+                keys = [np.arange(len(chars) + FIRST_CHAR_ID, dtype=np.int64)]
+                logs = [data["unigram"].astype(np.float64)]
+                for k in range(2, order + 1):
+                    keys.append(np.cumsum(data[f"delta{k}"], dtype=np.int64))
+                    logs.append(-data[f"quant{k}"].astype(np.float32) * np.float32(LOG_STEP))
+        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            if isinstance(exc, CharNgramError):
+                raise
+            raise CharNgramError(f"{Path(path).name}: not a readable n-gram file ({type(exc).__name__})") from exc
+        model = cls(chars, order, alpha, keys, logs)
+        model._check()
+        return model
+
+    def _check(self) -> None:
+        if not 1 <= self.order <= 8 or not 0 < self.alpha <= 1:
+            raise CharNgramError(f"n-gram file: order {self.order} / alpha {self.alpha} out of range")
+        if len(self.logs[0]) != self.base or not np.all(self.logs[0] <= 0):
+            raise CharNgramError("n-gram file: the unigram table does not match the vocabulary")
+        for k in range(2, self.order + 1):
+            keys = self.keys[k - 1]
+            if len(keys) != len(self.logs[k - 1]) or (len(keys) > 1 and not np.all(keys[1:] > keys[:-1])):
+                raise CharNgramError(f"n-gram file: order-{k} keys are not sorted or do not match their scores")
+
+
+def _map_ids(cps: np.ndarray, chars: np.ndarray) -> np.ndarray:
+    """Code points to ids: newline = BOUNDARY, a vocabulary character its id, others UNK."""
+    ids = np.full(len(cps), UNK, dtype=np.int64)
+    if len(chars):
+        pos = np.minimum(np.searchsorted(chars, cps), len(chars) - 1)
+        known = chars[pos] == cps
+        ids[known] = pos[known] + FIRST_CHAR_ID
+    ids[cps == ord("\n")] = BOUNDARY
+    return ids
