@@ -213,7 +213,8 @@ def main() -> int:
     pipeline = load_pipeline(args)
     dictionary, base, model, model_id, slot = (pipeline.dictionary, pipeline.base, pipeline.model,
                                                pipeline.model_id, pipeline.slot)
-    settings = ConversionSettings().for_model(model_id)
+    # Every item gets the whole model pass: figures must not depend on this machine's speed.
+    settings = replace(ConversionSettings().for_model(model_id), space_budget_ms=math.inf)
     sets = with_no_context(load_sets(args.dev, args.limit, docs=not args.no_docs))
 
     def dictionary_top(item: EvalItem) -> list[str]:

@@ -152,7 +152,8 @@ def test_gathered_evidence_is_what_the_converter_ranks_whatever_the_weights(tmp_
         slot = ModelSlot(model, "tiny")
         pools = []
         for weights in (fusion_fit.NO_MODEL_SAY, FusionWeights(lattice=0.0, nll=1.0, unaligned=0.0), FusionWeights()):
-            fused = FusedConverter(base, [slot], replace(ConversionSettings(), weights=weights), lexicon=system)
+            settings = replace(ConversionSettings(), weights=weights, space_budget_ms=float("inf"))
+            fused = FusedConverter(base, [slot], settings, lexicon=system)
             items = [EvalItem("きょうはいいてんき", ("今日はいい天気",), "前"), EvalItem("かいぎ", ("会議",))]
             evidence = fusion_fit.gather_evidence(fused, slot, items)
             for item, found in zip(items, evidence):

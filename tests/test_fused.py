@@ -25,7 +25,8 @@ from karukan_testing.tiny_models import TinyModelSpec, write_model_dir  # noqa: 
 pytestmark = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
 
 READINGS = ["きょうはいいてんきですね", "かいぎのしりょうをおくります", "3じにこうえんでまつ"]
-SETTINGS = ConversionSettings(chunk_chars=8)
+# An unbounded Space budget: which model work runs must not depend on how loaded the machine is.
+SETTINGS = ConversionSettings(chunk_chars=8, space_budget_ms=float("inf"))
 
 
 @pytest.fixture(scope="module")
@@ -392,3 +393,48 @@ def test_the_factory_loads_the_ngram_only_when_the_weights_use_it(model_dir, tmp
     weighted = build_converter(ConverterOptions(model_id=str(model_dir)))
     assert weighted.ngram is not None and weighted.ngram.done()
     weighted.close()
+
+
+def _counting(model, monkeypatch):
+    """The real model, with its beam and NLL calls counted."""
+    calls = {"beam": 0, "score_many": 0}
+    for name in calls:
+        real = getattr(model, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(model, name, counted)
+    return calls
+
+
+def test_space_does_only_the_model_work_its_budget_allows(base, model, system, monkeypatch):
+    from karukan_engine.conversion.fused import SPACE_BEAM, SPACE_SCORE
+
+    weights = replace(SETTINGS.weights, lattice=1.0, nll=0.0, nll_total=0.05, ngram=0.0, margin=0.0)
+    reading = "かいぎの"     # one chunk: no live text of earlier chunks (which has its own NLL pass)
+
+    def converter(**settings):
+        return FusedConverter(base, [ModelSlot(model, "tiny")], replace(SETTINGS, weights=weights, **settings), system)
+
+    calls = _counting(model, monkeypatch)
+    unlimited = converter(space_budget_ms=float("inf"))
+    unlimited.timings.observe(SPACE_SCORE, 100.0)           # however slow: no budget, all of it
+    unlimited.candidates(req(reading), 5)
+    assert calls == {"beam": 1, "score_many": 1}
+
+    slow_beam = converter(space_budget_ms=100.0)
+    slow_beam.timings.observe(SPACE_BEAM, 100.0)            # 100 s a character: never fits
+    slow_beam.timings.observe(SPACE_SCORE, 1e-6)            # (a stage never measured is tried)
+    slow_beam.candidates(req(reading), 5)
+    assert calls == {"beam": 1, "score_many": 2}
+
+    lean = converter(space_budget_ms=100.0)
+    lean.timings.observe(SPACE_BEAM, 100.0)
+    lean.timings.observe(SPACE_SCORE, 100.0)
+    top = [c for c in lean.candidates(req(reading), 8) if c.source != "variant"]
+    assert calls == {"beam": 1, "score_many": 2}
+    # Without the NLL pass no candidate carries an NLL: the path cost alone orders them.
+    costs = [lean.path_cost(reading, c.surface) for c in top]
+    keys = [(cost is None, cost or 0) for cost in costs]
+    assert keys == sorted(keys)

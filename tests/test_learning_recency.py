@@ -193,7 +193,7 @@ def test_the_last_choice_leads_the_fused_ranking_whatever_the_weights(system, tm
     model = load_model(write_model_dir(tmp_path / "tiny", TinyModelSpec(seed=3, eos_scale=2.0)))
     try:
         base = make_converter(system)
-        fused = FusedConverter(base, [ModelSlot(model, "tiny")], ConversionSettings(chunk_chars=8), lexicon=system)
+        fused = FusedConverter(base, [ModelSlot(model, "tiny")], ConversionSettings(chunk_chars=8, space_budget_ms=float("inf")), lexicon=system)
         s = session(fused, live=True)
         for surface in ["鏡は"] * 6 + ["今日は"] * 3 + ["鏡は"]:
             assert pick(s, "kyouha", surface) == surface

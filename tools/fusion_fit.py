@@ -94,9 +94,9 @@ def summary_of(items: Sequence[EvalItem], outputs: Sequence[Sequence[str]]) -> d
     return scores.summary()
 
 
-def grid_points() -> list[FusionWeights]:
+def grid_points(grid: dict[str, tuple] = GRID) -> list[FusionWeights]:
     points = []
-    for lattice, nll, nll_total, ngram, unaligned, gate, margin in itertools.product(*GRID.values()):
+    for lattice, nll, nll_total, ngram, unaligned, gate, margin in itertools.product(*(grid[k] for k in GRID)):
         if gate is not None and nll == nll_total == ngram == 0:
             continue   # the gate only gates the model's terms
         points.append(FusionWeights(lattice=lattice, nll=nll, learning=1.0, unaligned=unaligned,
@@ -114,13 +114,15 @@ def never_worse(items: Sequence[EvalItem], outputs: Sequence[Sequence[str]],
 
 
 def fit(items: list[EvalItem], evidence: list[list[Evidence]], dictionary: list[list[str]],
-        groups: Sequence[str] | None = None, extra: Sequence[FusionWeights] = ()) -> dict:
+        groups: Sequence[str] | None = None, extra: Sequence[FusionWeights] = (),
+        grid: dict[str, tuple] = GRID) -> dict:
     """The best grid point on these rows (never worse than the dictionary on any group when one
     is), and whether it beats the dictionary significantly. groups: each row's dev set; extra:
-    points tried besides the grid (e.g. the weights a rerank fine-tune learned)."""
+    points tried besides the grid (e.g. the weights a rerank fine-tune learned); grid: GRID or
+    a narrower one with the same keys (an ablation)."""
     groups = list(groups) if groups is not None else ["all"] * len(items)
     best, best_key = NO_MODEL_SAY, (False, -1.0, -1.0)
-    for weights in [*grid_points(), *extra]:
+    for weights in [*grid_points(grid), *extra]:
         outputs = [ranked_surfaces(i, e, weights) for i, e in zip(items, evidence)]
         summary = summary_of(items, outputs)
         key = (never_worse(items, outputs, dictionary, groups), summary["acc1_nfkc"], summary["recall5"])

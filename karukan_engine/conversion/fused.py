@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Stage names of explicit conversion's model work in the timing predictor (deadline.py).
+SPACE_BEAM = "space/beam"      # per reading character of the chunk the beam converts
+SPACE_SCORE = "space/score"    # per surface character the NLL pass scores
 # Beside the bundled model; built by `python -m karukan_engine.training ngram`.
 BUNDLED_NGRAM = Path(__file__).resolve().parent.parent / "data" / "model" / "char-5gram.npz"
 ALIGNMENT_CACHE = 4096
@@ -214,6 +217,7 @@ class FusedConverter:
     def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
         if n <= 0:
             return []
+        started = time.perf_counter()
         base = self.base.candidates(request, max(n, self.settings.lattice_nbest))
         slots = self.ready_slots()
         if not slots or not request.reading:
@@ -222,7 +226,7 @@ class FusedConverter:
         try:
             if self.settings.scheme == "verify" and self.aligner is not None:
                 return self._verified(slots[0], request, base)[:n]
-            ranked = self._reranked(slots[0], model, request, base, n)
+            ranked = self._reranked(slots[0], model, request, base, n, started)
             if self._chosen_before(request, base):
                 # the user's last choice for exactly this reading (after this context, if one was
                 # made there) leads, whatever the weights (as in live conversion and the verify
@@ -238,10 +242,12 @@ class FusedConverter:
         return bool(base and base[0].source == Source.LEARNING and learning is not None
                     and base[0].surface in learning.lookup(request.reading, request.left_context))
 
-    def model_candidates(self, slot: ModelSlot, model, request: ConversionRequest) -> list[Candidate]:
-        """The model's greedy and beam outputs for the trailing chunk (earlier chunks keep their
-        live text). Unarbitrated: the ranking weighs them, so the pool is the same whatever the
-        weights (examples/fused_quality.py fits the weights on one gathered pool)."""
+    def model_candidates(self, slot: ModelSlot, model, request: ConversionRequest,
+                         beam: bool = True) -> list[Candidate]:
+        """The model's greedy and (with `beam`) beam outputs for the trailing chunk (earlier
+        chunks keep their live text). Unarbitrated: the ranking weighs them, so the pool is the
+        same whatever the weights (examples/fused_quality.py fits the weights on one gathered
+        pool)."""
         chunks = split_chunks(request.reading, self.settings.chunk_limits)
         if not chunks or not chunks[-1].japanese:
             return []
@@ -251,12 +257,16 @@ class FusedConverter:
         context = chunk_left_context(request.left_context, [head], self.settings.context_chars)
         greedy = slot.greedy(tail, context, self.max_new_for(tail))
         texts = [greedy.text] if greedy is not None else []
-        texts += [g.text for g in model.beam(tail, context, beam=self.settings.beam_width,
-                                              max_new=self.max_new_for(tail))]
+        if beam:
+            started = time.perf_counter()
+            texts += [g.text for g in model.beam(tail, context, beam=self.settings.beam_width,
+                                                  max_new=self.max_new_for(tail))]
+            self.timings.observe(SPACE_BEAM, time.perf_counter() - started, len(tail))
         return [Candidate(head + text, source=Source.MODEL) for text in texts if _presentable(text)]
 
     def _reranked(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate],
-                  n: int) -> list[Candidate]:
+                  n: int, started: float | None = None) -> list[Candidate]:
+        """started: when the conversion began (perf_counter), for the Space budget; None: now."""
         if self.model_never_wins():
             # Only learning and the pool's order can count: skip the NLL pass and alignments,
             # and the model's candidates too when the dictionary's fill the n shown before them.
@@ -264,17 +274,39 @@ class FusedConverter:
             extra = [] if len(shown) >= n else self.model_candidates(slot, model, request)
             evidence = [Evidence(c, learning=_learning(c)) for c in unique_surfaces(base + extra)]
         else:
-            evidence = self._weigh(model, request, unique_surfaces(base + self.model_candidates(slot, model, request)))
+            plan = self._space_plan(request, base, time.perf_counter() if started is None else started)
+            extra = self.model_candidates(slot, model, request, beam=plan.name == "beam")
+            evidence = self._weigh(model, request, unique_surfaces(base + extra), score=plan.name != "lean")
         return rank(evidence, len(request.reading), self.settings.weights)
+
+    def _space_plan(self, request: ConversionRequest, base: list[Candidate], started: float) -> Option:
+        """How much model work explicit conversion can afford within the Space budget, best
+        first: the beam and the NLL pass ("beam"), the NLL pass alone ("score"), or neither
+        ("lean": lattice, n-gram, learning and the model's greedy text). The NLL pass's units
+        are the surface characters it scores; the beam's, the reading characters of the tail."""
+        tail = split_chunks(request.reading, self.settings.chunk_limits)
+        tail_chars = len(tail[-1].text) if tail else 0
+        scored_chars = sum(len(c.surface) for c in base if c.source != Source.VARIANT)
+        options = [Option("beam", ((SPACE_BEAM, tail_chars), (SPACE_SCORE, scored_chars))),
+                   Option("score", ((SPACE_SCORE, scored_chars),))]
+        remaining = self.settings.space_budget_ms / 1000.0 - (time.perf_counter() - started)
+        return self.chooser.choose(options, remaining) or Option("lean")
 
     def evidence(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate]) -> list[Evidence]:
         """Every candidate with what the ranking weighs: path cost, model NLL, learning."""
         return self._weigh(model, request, unique_surfaces(base + self.model_candidates(slot, model, request)))
 
-    def _weigh(self, model, request: ConversionRequest, pool: list[Candidate]) -> list[Evidence]:
+    def _weigh(self, model, request: ConversionRequest, pool: list[Candidate],
+               score: bool = True) -> list[Evidence]:
+        """score False: no NLL pass, so no candidate carries the model's NLL (none is favoured)."""
         ranked = [c for c in pool if c.source != Source.VARIANT]
         surfaces = [c.surface for c in ranked]
-        nlls = model.score_many(request.reading, request.left_context, surfaces)
+        if score:
+            started = time.perf_counter()
+            nlls = model.score_many(request.reading, request.left_context, surfaces)
+            self.timings.observe(SPACE_SCORE, time.perf_counter() - started, sum(map(len, surfaces)))
+        else:
+            nlls = [None] * len(surfaces)
         lms = self.ngram_scores(request.left_context, surfaces)
         evidence = [Evidence(c, self.path_cost(request.reading, c.surface), nll, _learning(c), lm)
                     for c, nll, lm in zip(ranked, nlls, lms)]

@@ -70,6 +70,9 @@ FITTED_WEIGHTS: dict[str, FusionWeights] = {
 @dataclass(frozen=True)
 class ConversionSettings:
     live_budget_ms: float = 50.0      # per live update, key to refined preedit
+    # Explicit conversion (Space): the model's beam and NLL pass run only while the stage-timing
+    # predictor says they fit (docs/conversion.md "Space budget"); math.inf: always (evaluation).
+    space_budget_ms: float = 100.0
     chunk_chars: int = 30
     chunk_symbols: int = 1
     chunk_digits: int = 0
@@ -88,7 +91,8 @@ class ConversionSettings:
     def __post_init__(self) -> None:
         if self.scheme not in SCHEMES:
             raise ValueError(f"conversion.scheme must be one of {', '.join(SCHEMES)}")
-        if self.live_budget_ms <= 0 or self.num_candidates < 1 or self.beam_width < 1:
+        if (self.live_budget_ms <= 0 or not self.space_budget_ms > 0 or self.num_candidates < 1
+                or self.beam_width < 1):
             raise ValueError("conversion settings must be positive")
         if self.workers < 1 or self.cache_capacity < 1 or self.verify_rounds < 0:
             raise ValueError("conversion settings must be positive")
