@@ -26,7 +26,7 @@ def model(request):  # per test: closing the slot closes its model
 
 
 def test_interleaved_sessions_get_plain_greedy(model):
-    slot = ModelSlot(model, "tiny")
+    slot = ModelSlot(model, "tiny", greedy_memo=0)   # every call through the pool: that is the test
     sessions = range(SESSION_SEQUENCES + 2)  # two more than stay live: some are saved and restored
     try:
         for k in range(1, 7):
@@ -66,7 +66,7 @@ def test_draft_checks_between_greedy_calls_match_a_fresh_context(model):
 def test_sessions_on_many_workers_get_plain_greedy(model):
     """Six sessions type key by key through a 4-worker scheduler (their conversions batch
     together on the slot's one pool) while another thread checks drafts."""
-    slot = ModelSlot(model, "tiny")
+    slot = ModelSlot(model, "tiny", greedy_memo=0)   # every call through the pool: that is the test
     scheduler = Scheduler(workers=4)
     got: dict[tuple[int, str], tuple] = {}
     lock = threading.Lock()

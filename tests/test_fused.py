@@ -409,7 +409,7 @@ def _counting(model, monkeypatch):
 
 
 def test_space_does_only_the_model_work_its_budget_allows(base, model, system, monkeypatch):
-    from karukan_engine.conversion.fused import SPACE_BEAM, SPACE_SCORE
+    from karukan_engine.conversion.fused import SPACE_BEAM, SPACE_GREEDY, SPACE_SCORE
 
     weights = replace(SETTINGS.weights, lattice=1.0, nll=0.0, nll_total=0.05, ngram=0.0, margin=0.0)
     reading = "かいぎの"     # one chunk: no live text of earlier chunks (which has its own NLL pass)
@@ -426,15 +426,28 @@ def test_space_does_only_the_model_work_its_budget_allows(base, model, system, m
     slow_beam = converter(space_budget_ms=100.0)
     slow_beam.timings.observe(SPACE_BEAM, 100.0)            # 100 s a character: never fits
     slow_beam.timings.observe(SPACE_SCORE, 1e-6)            # (a stage never measured is tried)
+    slow_beam.timings.observe(SPACE_GREEDY, 1e-6)
     slow_beam.candidates(req(reading), 5)
     assert calls == {"beam": 1, "score_many": 2}
 
     lean = converter(space_budget_ms=100.0)
-    lean.timings.observe(SPACE_BEAM, 100.0)
-    lean.timings.observe(SPACE_SCORE, 100.0)
+    for stage in (SPACE_BEAM, SPACE_SCORE, SPACE_GREEDY):
+        lean.timings.observe(stage, 100.0)
     top = [c for c in lean.candidates(req(reading), 8) if c.source != "variant"]
     assert calls == {"beam": 1, "score_many": 2}
     # Without the NLL pass no candidate carries an NLL: the path cost alone orders them.
     costs = [lean.path_cost(reading, c.surface) for c in top]
     keys = [(cost is None, cost or 0) for cost in costs]
     assert keys == sorted(keys)
+
+
+def test_a_greedy_text_typing_decoded_is_not_decoded_again(model, monkeypatch):
+    slot = ModelSlot(model, "tiny")
+    assert slot.remembered_greedy("かいぎの", "前に") is None
+    first = slot.greedy("かいぎの", "前に")
+    batcher = slot._batcher_for(model)
+    decoded = []
+    monkeypatch.setattr(batcher, "generate", lambda job: decoded.append(job))
+    assert slot.remembered_greedy("かいぎの", "前に") == first
+    assert slot.greedy("かいぎの", "前に") == first and not decoded
+    assert slot.remembered_greedy("かいぎの", "後に") is None       # another context: another prompt

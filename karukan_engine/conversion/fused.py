@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Stage names of explicit conversion's model work in the timing predictor (deadline.py).
+SPACE_GREEDY = "space/greedy"  # per reading character of the chunk the greedy text converts
 SPACE_BEAM = "space/beam"      # per reading character of the chunk the beam converts
 SPACE_SCORE = "space/score"    # per surface character the NLL pass scores
 # Beside the bundled model; built by `python -m karukan_engine.training ngram`.
@@ -243,20 +244,29 @@ class FusedConverter:
                     and base[0].surface in learning.lookup(request.reading, request.left_context))
 
     def model_candidates(self, slot: ModelSlot, model, request: ConversionRequest,
-                         beam: bool = True) -> list[Candidate]:
+                         beam: bool = True, greedy: bool = True) -> list[Candidate]:
         """The model's greedy and (with `beam`) beam outputs for the trailing chunk (earlier
         chunks keep their live text). Unarbitrated: the ranking weighs them, so the pool is the
         same whatever the weights (examples/fused_quality.py fits the weights on one gathered
-        pool)."""
+        pool). greedy False: the greedy text only if it was decoded lately (typing did)."""
         chunks = split_chunks(request.reading, self.settings.chunk_limits)
         if not chunks or not chunks[-1].japanese:
             return []
         head_reading = "".join(c.text for c in chunks[:-1])
-        head = self.live(ConversionRequest(head_reading, request.left_context)) if head_reading else ""
+        if head_reading and not greedy:
+            head = self.live_quick(ConversionRequest(head_reading, request.left_context))
+        else:
+            head = self.live(ConversionRequest(head_reading, request.left_context)) if head_reading else ""
         tail = chunks[-1].text
         context = chunk_left_context(request.left_context, [head], self.settings.context_chars)
-        greedy = slot.greedy(tail, context, self.max_new_for(tail))
-        texts = [greedy.text] if greedy is not None else []
+        if greedy:
+            started = time.perf_counter()
+            found = slot.greedy(tail, context, self.max_new_for(tail))
+            if not slot.last_call_atypical():
+                self.timings.observe(SPACE_GREEDY, time.perf_counter() - started, len(tail))
+        else:
+            found = slot.remembered_greedy(tail, context, self.max_new_for(tail))
+        texts = [found.text] if found is not None else []
         if beam:
             started = time.perf_counter()
             texts += [g.text for g in model.beam(tail, context, beam=self.settings.beam_width,
@@ -274,21 +284,31 @@ class FusedConverter:
             extra = [] if len(shown) >= n else self.model_candidates(slot, model, request)
             evidence = [Evidence(c, learning=_learning(c)) for c in unique_surfaces(base + extra)]
         else:
-            plan = self._space_plan(request, base, time.perf_counter() if started is None else started)
-            extra = self.model_candidates(slot, model, request, beam=plan.name == "beam")
-            evidence = self._weigh(model, request, unique_surfaces(base + extra), score=plan.name != "lean")
+            plan = self._space_plan(slot, request, base, time.perf_counter() if started is None else started)
+            extra = self.model_candidates(slot, model, request, beam=plan.name == "beam",
+                                          greedy=plan.name != "lean")
+            evidence = self._weigh(model, request, unique_surfaces(base + extra),
+                                   score=plan.name in ("beam", "score"))
         return rank(evidence, len(request.reading), self.settings.weights)
 
-    def _space_plan(self, request: ConversionRequest, base: list[Candidate], started: float) -> Option:
+    def _space_plan(self, slot: ModelSlot, request: ConversionRequest, base: list[Candidate],
+                    started: float) -> Option:
         """How much model work explicit conversion can afford within the Space budget, best
-        first: the beam and the NLL pass ("beam"), the NLL pass alone ("score"), or neither
-        ("lean": lattice, n-gram, learning and the model's greedy text). The NLL pass's units
-        are the surface characters it scores; the beam's, the reading characters of the tail."""
-        tail = split_chunks(request.reading, self.settings.chunk_limits)
-        tail_chars = len(tail[-1].text) if tail else 0
+        first: the greedy text, the beam and the NLL pass ("beam"); the greedy text and the NLL
+        pass ("score"); the greedy text alone ("greedy"); or none of them ("lean": lattice,
+        n-gram, learning, and the greedy text only if typing decoded it). Units: reading
+        characters of the last chunk (greedy, beam), surface characters scored (NLL pass). A
+        greedy text typing already decoded costs nothing, so it is not counted."""
+        chunks = split_chunks(request.reading, self.settings.chunk_limits)
+        tail_chars = len(chunks[-1].text) if chunks else 0
         scored_chars = sum(len(c.surface) for c in base if c.source != Source.VARIANT)
-        options = [Option("beam", ((SPACE_BEAM, tail_chars), (SPACE_SCORE, scored_chars))),
-                   Option("score", ((SPACE_SCORE, scored_chars),))]
+        decoded = len(chunks) == 1 and slot.remembered_greedy(
+            chunks[0].text, chunk_left_context(request.left_context, [""], self.settings.context_chars),
+            self.max_new_for(chunks[0].text)) is not None
+        greedy = (SPACE_GREEDY, 0 if decoded else tail_chars)
+        options = [Option("beam", (greedy, (SPACE_BEAM, tail_chars), (SPACE_SCORE, scored_chars))),
+                   Option("score", (greedy, (SPACE_SCORE, scored_chars))),
+                   Option("greedy", (greedy,))]
         remaining = self.settings.space_budget_ms / 1000.0 - (time.perf_counter() - started)
         return self.chooser.choose(options, remaining) or Option("lean")
 

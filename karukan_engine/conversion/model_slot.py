@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import unicodedata
+from collections import OrderedDict
 from typing import Any, Callable, Hashable
 
 from karukan_engine.conversion.contracts import ModelSource
@@ -26,6 +27,8 @@ from karukan_engine.neural.prompt import clean_output, clean_text
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_NEW = 48
+# Greedy outputs remembered by prompt: Space asks for the text live conversion just decoded.
+GREEDY_MEMO = 64
 SESSION_SEQUENCES = 16  # sessions whose KV stays live in the shared context (also the batch cap)
 _VERIFY = object()  # the sequence that draft checks use
 
@@ -52,12 +55,15 @@ class Loaded:
 
 
 class ModelSlot:
-    def __init__(self, source: Any, model_id: str, fixed_tokens: int | None = None) -> None:
+    def __init__(self, source: Any, model_id: str, fixed_tokens: int | None = None,
+                 greedy_memo: int = GREEDY_MEMO) -> None:
         """source: a ModelSource (a model loading in the background) or a loaded NeuralModel.
 
         fixed_tokens: benchmarks with random-weight models only: every greedy conversion
         generates exactly this many tokens (stop tokens ignored), so timings mean something.
+        greedy_memo: how many greedy outputs to remember by prompt (0: decode every call).
         """
+        self.greedy_memo = greedy_memo
         self.model_id = model_id
         self.fixed_tokens = fixed_tokens
         # Decided once here: every later call talks to a ModelSource.
@@ -66,6 +72,7 @@ class ModelSlot:
         self._batcher: GreedyBatcher | None = None
         self._lock = threading.Lock()
         self._failure_logged = False
+        self._memo: OrderedDict[tuple, Generation] = OrderedDict()
 
     def get(self):
         """The loaded model, or None while loading or after a failed load."""
@@ -97,16 +104,49 @@ class ModelSlot:
             return None
         if not clean_text(reading).strip():
             return Generation("", (), 0.0, False)
+        prompt, room, stop_ids = self._job_shape(model, reading, context, max_new)
+        key = (tuple(prompt), room)
+        remembered = self._remembered(key)
+        if remembered is not None:
+            self._local.atypical = True   # no decode: not a service-time sample
+            return remembered
+        job = GreedyJob(owner, prompt, room, stop_ids, should_stop=should_stop)
+        served = self._batcher_for(model).generate(job)
+        self._local.atypical = served.cold or served.waited
+        out, logprob, finished = served.result
+        generation = Generation(clean_output(model.tokenizer.decode(out)), tuple(out), logprob, finished)
+        with self._lock:
+            self._memo[key] = generation
+            while len(self._memo) > self.greedy_memo:
+                self._memo.popitem(last=False)
+        return generation
+
+    def remembered_greedy(self, reading: str, context: str = "",
+                          max_new: int = DEFAULT_MAX_NEW) -> Generation | None:
+        """The greedy output for exactly this call if one was decoded lately, else None (no
+        decode): greedy decoding is deterministic, so it is the same text."""
+        model = self.get()
+        if model is None or not clean_text(reading).strip():
+            return None
+        prompt, room, _stops = self._job_shape(model, reading, context, max_new)
+        return self._remembered((tuple(prompt), room))
+
+    def _job_shape(self, model, reading: str, context: str, max_new: int):
         prompt = model.prompt_ids(reading, context)
         room = max(0, min(max_new, model.n_ctx_train - len(prompt)))
         stop_ids = model.stop_ids
         if self.fixed_tokens is not None:
             room, stop_ids = min(self.fixed_tokens, model.n_ctx_train - len(prompt)), frozenset()
-        job = GreedyJob(owner, prompt, room, stop_ids, should_stop=should_stop)
-        served = self._batcher_for(model).generate(job)
-        self._local.atypical = served.cold or served.waited
-        out, logprob, finished = served.result
-        return Generation(clean_output(model.tokenizer.decode(out)), tuple(out), logprob, finished)
+        return prompt, room, stop_ids
+
+    def _remembered(self, key: tuple) -> Generation | None:
+        if self.fixed_tokens is not None:
+            return None   # benchmarks of random-weight models time every decode
+        with self._lock:
+            found = self._memo.get(key)
+            if found is not None:
+                self._memo.move_to_end(key)
+            return found
 
     def last_call_atypical(self) -> bool:
         """True when this thread's last greedy call's time was not the model's service time (the
