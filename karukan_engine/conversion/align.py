@@ -85,11 +85,19 @@ class Aligner:
         self.matrix = lexicon.matrix
         self.unknown_pos = int(lexicon.meta.get("noun_id", 0))
         self.max_words = max_words_per_reading
-        self._entries = lru_cache(maxsize=20000)(self._entries_uncached)
+        self._words = lru_cache(maxsize=20000)(self._words_uncached)
         self._index = lru_cache(maxsize=64)(self._index_uncached)
 
-    def _entries_uncached(self, reading: str) -> tuple[tuple[str, int, int, int], ...]:
-        return tuple((e.surface, e.lid, e.rid, e.cost) for e in self.lexicon.lookup(reading)[: self.max_words])
+    def _words_uncached(self, reading: str) -> tuple[dict[str, list[tuple]], tuple[tuple, ...]]:
+        """The words of one reading as the index holds them: grouped by the first character of
+        their surface (in entry order), and the cheapest few. Readings recur at every position
+        of every reading, so grouping them once keeps the per-reading index cheap."""
+        by_first: dict[str, list[tuple]] = {}
+        words = [(reading, e.surface, e.lid, e.rid, e.cost) for e in self.lexicon.lookup(reading)[: self.max_words]]
+        for word in words:
+            if word[1]:
+                by_first.setdefault(word[1][0], []).append(word)
+        return by_first, tuple(words[:FREE_WORDS])
 
     def _index_uncached(self, reading: str) -> tuple[tuple[dict, list], ...]:
         """Per reading position: words starting there, by the first character of their surface
@@ -97,14 +105,17 @@ class Aligner:
         cheapest few of each reading (for the free part after a prefix)."""
         index = []
         for i in range(len(reading)):
-            by_first: dict[str, list[AlignedWord | tuple]] = {}
+            by_first: dict[str, list[tuple]] = {}
             cheapest: list[tuple] = []
             for word_reading in self.lexicon.prefixes(reading[i:]):
-                entries = self._entries(word_reading)
-                for surface, lid, rid, cost in entries:
-                    if surface:
-                        by_first.setdefault(surface[0], []).append((word_reading, surface, lid, rid, cost))
-                cheapest.extend((word_reading, surface, lid, rid, cost) for surface, lid, rid, cost in entries[:FREE_WORDS])
+                grouped, few = self._words(word_reading)
+                for first, words in grouped.items():
+                    found = by_first.get(first)
+                    if found is None:
+                        by_first[first] = list(words)
+                    else:
+                        found.extend(words)
+                cheapest.extend(few)
             index.append((by_first, cheapest))
         return tuple(index)
 
