@@ -77,7 +77,9 @@ class FusedConverter:
         return [slot for slot in self.slots if slot.get() is not None]
 
     def model_ready(self) -> bool:
-        return any(slot.get() is not None for slot in self.slots)
+        """A model is loaded and its live text can win (LiveService queues refinements only
+        then: with weights that give the model no say, each key would wake a worker for nothing)."""
+        return not self.model_never_wins() and any(slot.get() is not None for slot in self.slots)
 
     def wait_for_model(self, timeout: float | None = None) -> bool:
         """Block until the first model finished loading; True when it is usable."""
