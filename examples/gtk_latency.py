@@ -9,11 +9,17 @@ the im-module's preedit-changed, with the whole framework path in between (im-mo
 converted preedit. Engines run as installed, with their defaults (Karukan: live conversion on,
 the bundled model unless --no-model).
 
+Two waits keep the figures honest. Timing starts --settle-s seconds after the engine first
+answers: Karukan loads its model in the background, and until it is loaded Space converts with
+the dictionary alone. Space is pressed once the preedit has been still for QUIET_BEFORE_SPACE_S:
+a late update of the last typed key (its suggestions, a model refinement) would otherwise be
+the first preedit change after Space and be taken for its answer.
+
 ibus-mozc's server refuses to run as root: when run as root, the Mozc desktop runs as the
 unprivileged --user (create it first: `useradd -m mozcuser`).
 
     python examples/gtk_latency.py [--engines karukan-ibus,mozc-ibus,karukan-fcitx5]
-                                   [--repeats 3] [--no-model] [--json out.json]
+                                   [--repeats 3] [--no-model] [--settle-s 10] [--json out.json]
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from karukan_testing.headless import HeadlessDesktop  # noqa: E402
 SENTENCES = ["kyouhaiitenkidesune", "watashinonamaehanakanodesu", "kaiginosiryouwookurimasu"]
 ENGINES = ("karukan-ibus", "mozc-ibus", "karukan-fcitx5")
 STEP_TIMEOUT_S = 10.0
+# Longer than a key's late updates take to arrive (suggestions start 10 ms after the key).
+QUIET_BEFORE_SPACE_S = 0.15
 MOZC_IBUS_CONFIG = """engines {
   name : "mozc-jp"
   longname : "Mozc"
@@ -157,6 +165,17 @@ def press(gtk: GtkClient, key: str) -> bool:
     return False
 
 
+def wait_until_quiet(gtk: GtkClient, quiet_s: float = QUIET_BEFORE_SPACE_S) -> None:
+    """Until no preedit change came for quiet_s (bounded by STEP_TIMEOUT_S)."""
+    deadline = time.monotonic() + STEP_TIMEOUT_S
+    changes, still_since = gtk.state()["preedit_changes"], time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - still_since < quiet_s:
+        time.sleep(0.01)
+        now = gtk.state()["preedit_changes"]
+        if now != changes:
+            changes, still_since = now, time.monotonic()
+
+
 def latencies(timings: dict) -> list[tuple[int, float]]:
     """(keyval, ms) for every key press: to the first preedit change after it."""
     changes = [t for _text, t in timings["preedits"]]
@@ -175,6 +194,7 @@ def measure(gtk: GtkClient, repeats: int) -> dict:
         for sentence in SENTENCES:
             for ch in sentence:
                 missed += not press(gtk, ch)
+            wait_until_quiet(gtk)
             missed += not press(gtk, "space")
             timed = latencies(gtk.command("timings"))
             typing += [ms for _k, ms in timed[:-1]]
@@ -191,6 +211,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--user", default="mozcuser", help="runs the Mozc desktop when run as root")
     parser.add_argument("--no-model", action="store_true", help="Karukan without the model")
+    parser.add_argument("--settle-s", type=float, default=10.0,
+                        help="wait after the engine first answers, before timing (model loading)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     missing = gtk_missing()
@@ -202,6 +224,7 @@ def main() -> int:
         user = args.user if engine == "mozc-ibus" and os.geteuid() == 0 else None
         with HeadlessDesktop(user=user) as desktop:
             gtk = start(engine, desktop, not args.no_model)
+            time.sleep(args.settle_s)
             results[engine] = measure(gtk, args.repeats)
             gtk.close()
         print(f"{engine}: done", file=sys.stderr)
@@ -213,7 +236,7 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps({
             "benchmark": "gtk_latency", "repeats": args.repeats, "sentences": SENTENCES,
-            "model": not args.no_model, "load": os.getloadavg(), "cpus": os.cpu_count(),
+            "model": not args.no_model, "settle_s": args.settle_s, "load": os.getloadavg(), "cpus": os.cpu_count(),
             "python": platform.python_version(), "results": results,
         }, indent=2))
     return 0

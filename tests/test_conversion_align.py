@@ -90,6 +90,57 @@ def test_alignment_covers_reading_and_surface_exactly(parts):
     assert all(r and s for r, s in segments)
 
 
+def cheapest_cost(lexicon, reading: str, surface: str) -> int | None:
+    """Every path that reads `reading` and writes `surface`, tried one by one: the least cost
+    (connection costs included, as the aligner counts them), None when there is none."""
+    from functools import lru_cache
+
+    from karukan_engine.conversion.align import UNKNOWN_CHAR_COST, _same_char
+
+    unknown = lexicon.meta["noun_id"]
+
+    @lru_cache(maxsize=None)
+    def rest(i: int, j: int, rid: int) -> float:
+        if i == len(reading):
+            return int(lexicon.matrix[rid, 0]) if j == len(surface) else float("inf")
+        found = float("inf")
+        for word_reading in lexicon.prefixes(reading[i:]):
+            for w in lexicon.lookup(word_reading):
+                if surface.startswith(w.surface, j):
+                    found = min(found, int(lexicon.matrix[rid, w.lid]) + w.cost
+                                + rest(i + len(word_reading), j + len(w.surface), w.rid))
+        if j < len(surface) and _same_char(reading[i], surface[j]):
+            found = min(found, int(lexicon.matrix[rid, unknown]) + UNKNOWN_CHAR_COST + rest(i + 1, j + 1, unknown))
+        return found
+
+    best = rest(0, 0, 0)
+    return None if best == float("inf") else int(best)
+
+
+@given(st.lists(st.sampled_from([("きょう", "今日"), ("きょう", "京"), ("は", "は"), ("てんき", "転機"),
+                                 ("こうえん", "公園"), ("いい", "良い"), ("いい", "いい"), ("あ", "ア")]),
+                min_size=1, max_size=6),
+       st.lists(st.integers(-200, 2000), min_size=9, max_size=9))
+@settings(max_examples=150, deadline=None)
+def test_the_alignment_is_the_cheapest_path_whatever_the_connection_costs(parts, connections):
+    lexicon = SmallLexicon([(r, s, pos, cost) for r, s, pos, cost in [
+        ("きょう", "今日", 1, 100), ("きょう", "京", 1, 300), ("は", "は", 2, 10), ("てんき", "転機", 1, 200),
+        ("こうえん", "公園", 1, 100), ("いい", "良い", 1, 150), ("いい", "いい", 2, 40), ("き", "き", 2, 60),
+        ("きょうは", "今日は", 1, 90),
+        # the same words as another part of speech: several states per position, which only
+        # the connection costs tell apart
+        ("は", "は", 1, 50), ("てんき", "転機", 2, 260), ("いい", "良い", 2, 170), ("きょう", "今日", 2, 140)]])
+    lexicon.matrix = np.array(connections, dtype=np.int16).reshape(3, 3)   # POS states matter
+    reading = "".join(r for r, _ in parts)
+    surface = "".join(s for _, s in parts)
+    alignment = Aligner(lexicon).align(reading, surface)
+    expected = cheapest_cost(lexicon, reading, surface)
+    assert (alignment.cost if alignment is not None else None) == expected
+    if alignment is not None:
+        assert "".join(w.reading for w in alignment.words) == reading
+        assert "".join(w.surface for w in alignment.words) == surface
+
+
 def test_with_the_system_dictionary():
     system = pytest.importorskip("karukan_engine.dictionary.system")
     try:

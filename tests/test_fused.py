@@ -277,6 +277,21 @@ def test_broken_model_text_is_never_shown():
     assert not _presentable("火\x1a")
 
 
+def test_keys_queue_no_refinement_when_the_weights_give_the_model_no_say(base, fused, model, system):
+    never = FusedConverter(base, [ModelSlot(model, "tiny")], replace(
+        SETTINGS, weights=replace(SETTINGS.weights, lattice=0.0, unaligned=0.0, nll=0.0)), system)
+    for converter, refines in ((never, False), (fused, True)):
+        service = LiveService(converter, budget_ms=10_000)
+        try:
+            quick = service.key("s", service.begin("s"), req(READINGS[0]), lambda update: None)
+            assert quick == converter.live_quick(req(READINGS[0]))
+            # a refinement that can only tie the dictionary's text would wake a worker per key
+            assert converter.model_ready() is refines
+            assert service.scheduler.stats.submitted == int(refines)
+        finally:
+            service.shutdown()
+
+
 def test_live_service_answers_now_and_refines_later(fused):
     service = LiveService(fused, budget_ms=10_000)
     updates = []

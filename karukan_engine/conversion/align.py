@@ -85,11 +85,19 @@ class Aligner:
         self.matrix = lexicon.matrix
         self.unknown_pos = int(lexicon.meta.get("noun_id", 0))
         self.max_words = max_words_per_reading
-        self._entries = lru_cache(maxsize=20000)(self._entries_uncached)
+        self._words = lru_cache(maxsize=20000)(self._words_uncached)
         self._index = lru_cache(maxsize=64)(self._index_uncached)
 
-    def _entries_uncached(self, reading: str) -> tuple[tuple[str, int, int, int], ...]:
-        return tuple((e.surface, e.lid, e.rid, e.cost) for e in self.lexicon.lookup(reading)[: self.max_words])
+    def _words_uncached(self, reading: str) -> tuple[dict[str, list[tuple]], tuple[tuple, ...]]:
+        """The words of one reading as the index holds them: grouped by the first character of
+        their surface (in entry order), and the cheapest few. Readings recur at every position
+        of every reading, so grouping them once keeps the per-reading index cheap."""
+        by_first: dict[str, list[tuple]] = {}
+        words = [(reading, e.surface, e.lid, e.rid, e.cost) for e in self.lexicon.lookup(reading)[: self.max_words]]
+        for word in words:
+            if word[1]:
+                by_first.setdefault(word[1][0], []).append(word)
+        return by_first, tuple(words[:FREE_WORDS])
 
     def _index_uncached(self, reading: str) -> tuple[tuple[dict, list], ...]:
         """Per reading position: words starting there, by the first character of their surface
@@ -97,14 +105,17 @@ class Aligner:
         cheapest few of each reading (for the free part after a prefix)."""
         index = []
         for i in range(len(reading)):
-            by_first: dict[str, list[AlignedWord | tuple]] = {}
+            by_first: dict[str, list[tuple]] = {}
             cheapest: list[tuple] = []
             for word_reading in self.lexicon.prefixes(reading[i:]):
-                entries = self._entries(word_reading)
-                for surface, lid, rid, cost in entries:
-                    if surface:
-                        by_first.setdefault(surface[0], []).append((word_reading, surface, lid, rid, cost))
-                cheapest.extend((word_reading, surface, lid, rid, cost) for surface, lid, rid, cost in entries[:FREE_WORDS])
+                grouped, few = self._words(word_reading)
+                for first, words in grouped.items():
+                    found = by_first.get(first)
+                    if found is None:
+                        by_first[first] = list(words)
+                    else:
+                        found.extend(words)
+                cheapest.extend(few)
             index.append((by_first, cheapest))
         return tuple(index)
 
@@ -122,9 +133,10 @@ class Aligner:
 
     def _search(self, reading: str, surface: str, prefix_only: bool) -> Alignment | None:
         n, m = len(reading), len(surface)
-        # best[(i, j)][rid] = (cost, previous (i, j, rid), word); j = surface chars written,
-        # capped at m in prefix mode where the surface is free once the prefix is written.
-        best: dict[tuple[int, int], dict[int, tuple[int, tuple | None, AlignedWord | None]]] = {
+        # best[(i, j)][rid] = (cost, previous (i, j, rid), word as AlignedWord's fields); j =
+        # surface chars written, capped at m in prefix mode where the surface is free once the
+        # prefix is written.
+        best: dict[tuple[int, int], dict[int, tuple[int, tuple | None, tuple | None]]] = {
             (0, 0): {0: (0, None, None)}
         }
         index = self._index(reading)
@@ -136,25 +148,28 @@ class Aligner:
                 if not states:
                     continue
                 free = j == m
-                words = cheapest if free else by_first.get(surface[j], ())
+                # Which words may follow depends on (i, j) only, not on a state's POS: match them
+                # once, then relax from every state (in the index's order: a tie keeps the first).
+                steps = _steps(cheapest if free else by_first.get(surface[j], ()), surface, i, j, m, free,
+                               prefix_only)
+                if free or _same_char(reading[i], surface[j]):
+                    pos = self.unknown_pos
+                    # an unknown word: (reading, surface, lid, rid, known)
+                    steps.append(((reading[i], reading[i] if free else surface[j], pos, pos, False),
+                                  (i + 1, j if free else j + 1), pos, pos, UNKNOWN_CHAR_COST))
+                if not steps:
+                    continue
+                lids = np.array([step[2] for step in steps], dtype=np.intp)
                 for rid, (cost, _, _) in list(states.items()):
-                    for word_reading, w_surface, lid, w_rid, w_cost in words:
-                        if free:
-                            next_j = m
-                        elif surface.startswith(w_surface, j):
-                            next_j = j + len(w_surface)
-                        elif prefix_only and w_surface.startswith(surface[j:]):
-                            next_j = m   # the word finishes the prefix and goes on
-                        else:
-                            continue
-                        word = AlignedWord(word_reading, w_surface, lid, w_rid)
-                        new = cost + int(self.matrix[rid, lid]) + w_cost
-                        self._relax(best, (i + len(word_reading), next_j), w_rid, new, (i, j, rid), word)
-                    if free or _same_char(reading[i], surface[j]):
-                        pos = self.unknown_pos
-                        word = AlignedWord(reading[i], reading[i] if free else surface[j], pos, pos, known=False)
-                        new = cost + int(self.matrix[rid, pos]) + UNKNOWN_CHAR_COST
-                        self._relax(best, (i + 1, j if free else j + 1), pos, new, (i, j, rid), word)
+                    back = (i, j, rid)
+                    for (word, at, _lid, w_rid, w_cost), connection in zip(steps, self.matrix[rid][lids].tolist()):
+                        new = cost + connection + w_cost
+                        targets = best.get(at)
+                        if targets is None:
+                            targets = best[at] = {}
+                        old = targets.get(w_rid)
+                        if old is None or new < old[0]:
+                            targets[w_rid] = (new, back, word)
         final = best.get((n, m))
         if not final:
             return None
@@ -164,18 +179,28 @@ class Aligner:
         total = cost + int(self.matrix[rid, 0])
         words = []
         while word is not None and back is not None:
-            words.append(word)
+            words.append(AlignedWord(*word))
             i, j, r = back
             _, back, word = best[(i, j)][r]
         words.reverse()
         return Alignment(_merge_unknown(words), total)
 
-    @staticmethod
-    def _relax(best, at, rid, cost, back, word) -> None:
-        states = best.setdefault(at, {})
-        old = states.get(rid)
-        if old is None or cost < old[0]:
-            states[rid] = (cost, back, word)
+
+def _steps(words, surface: str, i: int, j: int, m: int, free: bool, prefix_only: bool) -> list[tuple]:
+    """((reading, surface, lid, rid, known), where it leads, lid, rid, cost) for each dictionary
+    word usable at reading position i with j surface characters written, in the index's order."""
+    steps = []
+    for word_reading, w_surface, lid, w_rid, w_cost in words:
+        if free:
+            next_j = m
+        elif surface.startswith(w_surface, j):
+            next_j = j + len(w_surface)
+        elif prefix_only and w_surface.startswith(surface[j:]):
+            next_j = m   # the word finishes the prefix and goes on
+        else:
+            continue
+        steps.append(((word_reading, w_surface, lid, w_rid, True), (i + len(word_reading), next_j), lid, w_rid, w_cost))
+    return steps
 
 
 def _merge_unknown(words: Sequence[AlignedWord]) -> tuple[AlignedWord, ...]:

@@ -64,7 +64,8 @@ class LiveConverter(EngineConverter, Protocol):
     settings: ConversionSettings
 
     def model_ready(self) -> bool:
-        """True when a model is loaded, so live_refined can improve on live_quick."""
+        """True when a loaded model can improve on live_quick through live_refined (False while
+        it loads, and when the weights give it no say)."""
         ...
 
     def live_quick(self, request: ConversionRequest) -> str:

@@ -9,7 +9,8 @@
   one score of lattice path cost, model NLL (one batched scorer pass) and learning; or, with
   scheme "verify", Zenzai-style verification of the lattice's best (see verify.py).
 - The best candidate is aligned back to dictionary words (align.py) so segments, per-segment
-  candidates, resizing and learning keep working.
+  candidates, resizing and learning keep working. Each segment's list is built when it is first
+  read (LazyCandidates): Space shows one segment's list, not all of them.
 Without a model (missing, still loading, failed) every call is the base converter's.
 """
 
@@ -19,6 +20,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -34,7 +36,7 @@ from karukan_engine.conversion.scheduler import JobContext
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import suggestions
 from karukan_engine.core.candidates import unique_surfaces
-from karukan_engine.core.types import Candidate, ConversionRequest, Segment, Source
+from karukan_engine.core.types import Candidate, ConversionRequest, LazyCandidates, Segment, Source
 from karukan_engine.conversion.verify import verify_draft
 from karukan_engine.kana import to_katakana
 from karukan_engine.lattice.candidate_filter import HIRAGANA_BY, KATAKANA_BY, bring_forward
@@ -84,7 +86,9 @@ class FusedConverter:
         return [slot for slot in self.slots if slot.get() is not None]
 
     def model_ready(self) -> bool:
-        return any(slot.get() is not None for slot in self.slots)
+        """A model is loaded and its live text can win (LiveService queues refinements only
+        then: with weights that give the model no say, each key would wake a worker for nothing)."""
+        return not self.model_never_wins() and any(slot.get() is not None for slot in self.slots)
 
     def wait_for_model(self, timeout: float | None = None) -> bool:
         """Block until the first model finished loading; True when it is usable."""
@@ -398,11 +402,20 @@ class FusedConverter:
         listed = [s.reading for s in base_segments] == [r for r, _ in spans]
         if not listed:
             base_segments = [Segment(r, (Candidate(s, source=best.source),)) for r, s in spans]
+        # Each list is built when it is first read, as the lattice converter's are: Space shows
+        # the focused segment's list only, and building every one took most of a conversion.
+        segments = []
+        for (r, s), alts, seg in zip(spans, alternatives, base_segments):
+            head = Candidate(s, best.annotation, best.source)
+            build = partial(self._segment_list, r, head, alts, seg.candidates if listed else None)
+            segments.append(Segment(r, LazyCandidates(head, build)))
+        return segments
+
+    def _segment_list(self, reading: str, best: Candidate, others: Sequence[Candidate],
+                      listed: Sequence[Candidate] | None) -> list[Candidate]:
         dictionary = self.base.dictionary
-        return [Segment(r, segment_list(r, Candidate(s, best.annotation, best.source), alts,
-                                        seg.candidates if listed else None,
-                                        {e.surface for e in dictionary.lookup(r)} if dictionary else set()))
-                for (r, s), alts, seg in zip(spans, alternatives, base_segments)]
+        words = {e.surface for e in dictionary.lookup(reading)} if dictionary else set()
+        return list(segment_list(reading, best, others, listed, words))
 
     # --- suggestions --------------------------------------------------------------------------
 
