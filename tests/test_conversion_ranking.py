@@ -138,7 +138,21 @@ def test_fitted_weights_apply_only_when_none_are_configured():
     assert default.for_model("karukan-bundled").weights == FITTED_WEIGHTS["karukan-bundled"]
     assert default.for_model("some-other-model") is default
     configured = ConversionSettings.from_mapping({"weights": {"nll": 3.0}})
-    assert configured.for_model("karukan-bundled") is configured
+    assert configured.for_model("karukan-bundled").weights == configured.weights
+
+
+def test_the_space_budget_is_the_models_unless_one_is_configured():
+    from karukan_engine.conversion.settings import SPACE_BUDGETS
+
+    default = ConversionSettings()
+    assert default.space_budget_ms == float("inf")                       # all the model work
+    assert default.for_model("karukan-bundled").space_budget_ms == SPACE_BUDGETS["karukan-bundled"]
+    assert default.for_model("jinen-v2-small-q5").space_budget_ms == float("inf")
+    configured = ConversionSettings.from_mapping({"space_budget_ms": 300})
+    assert configured.for_model("karukan-bundled").space_budget_ms == 300
+    for bad in (0, -5):
+        with pytest.raises(ValueError):
+            ConversionSettings.from_mapping({"space_budget_ms": bad})
 
 
 @given(st.lists(evidence, max_size=12), st.floats(0, 5), st.integers(1, 20))
