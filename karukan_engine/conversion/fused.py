@@ -317,7 +317,8 @@ class FusedConverter:
         return self.chooser.choose(options, remaining) or Option("lean")
 
     def evidence(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate]) -> list[Evidence]:
-        """Every candidate with what the ranking weighs: path cost, model NLL, learning."""
+        """Every candidate with what the ranking weighs (path cost, model NLL, n-gram score,
+        learning), with all of the model work whatever the Space budget: what the fit sees."""
         return self._weigh(model, request, unique_surfaces(base + self.model_candidates(slot, model, request)))
 
     def _weigh(self, model, request: ConversionRequest, pool: list[Candidate],
