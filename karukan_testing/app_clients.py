@@ -50,6 +50,7 @@ class Shown:
     aux: str = ""
     properties: list[gv.Property] = field(default_factory=list)
     forwarded: list[tuple[int, int, bool]] = field(default_factory=list)
+    panel_updates: int = 0   # fcitx5: UpdateClientSideUI signals (the candidate window redrawn)
 
 
 async def _call(bus: MessageBus, dest: str, path: str, iface: str, member: str, sig: str = "",
@@ -200,6 +201,7 @@ class FcitxApp(_AppContext):
             s.preedit_attrs = segments
             s.preedit_cursor = len(s.preedit.encode()[: max(0, body[1])].decode(errors="ignore"))
         elif msg.member == "UpdateClientSideUI":
+            s.panel_updates += 1
             preedit, cursor, aux_up, aux_down, cands, cand_index = body[:6]
             s.candidates = [text for _label, text in cands]
             s.candidate_cursor = cand_index if cands else -1
