@@ -32,15 +32,15 @@ def suggestions(reading: str, learning=None, dictionary=None, limit: int = 6,
         found = unique_surfaces(Completion(surface, source=Source.LEARNING, reading=full)
                                 for full, surface in learning.prefix_lookup(reading, limit))
     if dictionary is not None and len(reading) >= PREDICTIVE_MIN_CHARS:
+        # Rank the readings by cost first and decode surfaces only for the best: the search runs
+        # for most keys, and building every entry of 200 readings was most of its time.
         ranked = []
         for full in dictionary.predictive(reading, PREDICTIVE_READINGS):
-            if full == reading:
-                continue
-            entries = dictionary.lookup(full)
-            if entries:
-                best = entries[0]
-                ranked.append((predictive_cost(best.cost, len(full) - len(reading)), full, best.surface))
+            cost = dictionary.cheapest_cost(full) if full != reading else None
+            if cost is not None:
+                ranked.append((predictive_cost(cost, len(full) - len(reading)), full))
         ranked.sort()
-        predicted = (Completion(surface, source=Source.DICTIONARY, reading=full) for _cost, full, surface in ranked)
+        predicted = (Completion(dictionary.lookup(full)[0].surface, source=Source.DICTIONARY, reading=full)
+                     for _cost, full in ranked)
         found = unique_surfaces(found, predicted, limit=len(found) + dictionary_limit)
     return found[:limit]
