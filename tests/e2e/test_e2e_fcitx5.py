@@ -256,14 +256,14 @@ def test_keys_that_keep_the_suggestion_list_do_not_redraw_it(fcitx5_desktop):
         suggestions = await settled_candidates(app, app.current_im)
         assert await app.tap(ord("k"))
         assert app.shown.candidates == suggestions and app.shown.preedit == "ありがとうｋ"
-        redraws = app.shown.panel_updates
+        redraws = app.shown.window_updates
         assert await app.tap(0xFF08)                      # BackSpace: the k goes, the list stays
         assert await app.tap(ord("k"))
         assert app.shown.preedit == "ありがとうｋ" and app.shown.candidates == suggestions
-        assert app.shown.panel_updates == redraws          # the candidate window was left as it was
+        assert app.shown.window_updates == redraws          # the candidate window was left as it was
         assert await app.tap(0xFF09)                      # Tab still enters the list
         assert app.shown.candidate_cursor == 0 and app.shown.preedit == suggestions[0]
-        assert app.shown.panel_updates > redraws
+        assert app.shown.window_updates > redraws
         assert await app.tap(RETURN)
         assert app.shown.commits == [suggestions[0]]
         app.disconnect()
