@@ -11,6 +11,10 @@ answered otherwise (a handled key passed through because the engine missed the f
 
 --no-suggest writes `[suggest] enabled = false` into the private HOME's config first (the
 engines then find no completions), to compare the key round trip with and without them.
+
+With 16 clients it also records where the time went: the CPU seconds each daemon (and the bench,
+which is the 16 applications) used during that phase, and the signals the applications received
+per key, by name (a frontend that redraws more sends more of them).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from collections import Counter
 from typing import Awaitable, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -80,37 +85,113 @@ async def time_keys(press: Press, keys: int, handled: bool) -> tuple[list[float]
     return out, unexpected
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def desktop_processes(desktop: HeadlessDesktop) -> dict[str, int]:
+    """The daemons the desktop started and their direct children (ibus-daemon starts the engine)."""
+    named = {name: proc.pid for name, proc in desktop._procs if proc.poll() is None}
+    parents = {pid: name for name, pid in named.items()}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            head, tail = stat.read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        ppid = int(tail.split()[1])
+        if ppid in parents:
+            named[f"{parents[ppid]}/{head.split('(', 1)[1]}"] = int(stat.parent.name)
+    return named
+
+
+class CpuMeter:
+    """CPU seconds each process used between start() and stop(); "bench" is this process."""
+
+    def __init__(self, desktop: HeadlessDesktop | None) -> None:
+        self.desktop = desktop
+        self.before: dict[str, float] = {}
+
+    def _now(self) -> dict[str, float]:
+        procs = desktop_processes(self.desktop) if self.desktop is not None else {}
+        now = {name: cpu_seconds(pid) for name, pid in procs.items()}
+        t = os.times()
+        now["bench"] = t.user + t.system
+        return now
+
+    def start(self) -> None:
+        self.before = self._now()
+
+    def stop(self) -> dict[str, float]:
+        return {name: round(after - self.before.get(name, 0.0), 3) for name, after in self._now().items()}
+
+
+class SignalCounter:
+    """Signals an application's bus connection receives for its own input context, by member."""
+
+    def __init__(self, app) -> None:
+        self.counts: Counter[str] = Counter()
+        self.path = getattr(app, "path", None)   # the engine service's client has no context path
+        own = getattr(app, "_on_message", None)   # the engine service's client has none
+        if own is not None:
+            app.bus.remove_message_handler(own)   # a handler that takes a message ends the chain
+        app.bus.add_message_handler(self._count)
+        if own is not None:
+            app.bus.add_message_handler(own)
+
+    def _count(self, msg) -> bool:
+        if msg.message_type.name == "SIGNAL" and self.path in (None, msg.path):
+            self.counts[msg.member] += 1
+        return False   # the application's own handler still sees it
+
+
 def measured(runs: list[tuple[list[float], int]]) -> dict:
     result = summary([ms for run, _ in runs for ms in run])
     result["unexpected_answers"] = sum(bad for _, bad in runs)
     return result
 
 
-async def bench_app(make_app: Callable[[], Awaitable], keys: int) -> dict:
+async def bench_app(make_app: Callable[[], Awaitable], keys: int, desktop: HeadlessDesktop | None = None) -> dict:
     app = await make_app()
     press = lambda k: app.key(k)  # noqa: E731
     result = {"handled": measured([await time_keys(press, keys, True)]),
               "pass_through": measured([await time_keys(press, keys, False)])}
     app.disconnect()
     apps = [await make_app() for _ in range(CONCURRENT)]
+    counters = [SignalCounter(a) for a in apps]
     per_app = max(20, keys // 4)
+    meter = CpuMeter(desktop)
+    meter.start()
     runs = await asyncio.gather(*(time_keys(lambda k, a=a: a.key(k), per_app, True) for a in apps))
-    result[f"handled_{CONCURRENT}_clients"] = measured(runs)
+    cpu = meter.stop()
+    concurrent = measured(runs)
+    result[f"handled_{CONCURRENT}_clients"] = concurrent
+    signals = sum((c.counts for c in counters), Counter())
+    pressed = CONCURRENT * (per_app + WARMUP)   # letters typed in that phase (plus the Escapes)
+    result[f"where_{CONCURRENT}_clients"] = {
+        "cpu_s": cpu,
+        "signals_per_letter": {name: round(n / pressed, 2) for name, n in sorted(signals.items())},
+    }
     for a in apps:
         a.disconnect()
     return result
 
 
-async def bench_service(address: str, keys: int) -> dict:
+async def bench_service(address: str, keys: int, desktop: HeadlessDesktop) -> dict:
     async def make():
         client = await EngineClient.connect(address)
         ctx = await client.create_context("bench")
         await ctx.focus_in()
         ctx.key = lambda k: _view_handled(ctx, k)
         ctx.disconnect = client.disconnect
+        ctx.bus = client.bus
         return ctx
 
-    return await bench_app(make, keys)
+    return await bench_app(make, keys, desktop)
 
 
 async def _view_handled(ctx, keysym: int) -> bool:
@@ -133,7 +214,14 @@ async def fcitx_app(desktop: HeadlessDesktop) -> FcitxApp:
     # forwarding them back, so both kinds of key are one plain round trip.
     app = await FcitxApp.connect(desktop.session_address, caps=FCITX_CAPS & ~FCITX_CAP_KEY_EVENT_ORDER_FIX)
     await app.set_im("karukan")
-    return app
+    # Until the engine answers a key (a first call that misses the addon's timeout on a busy
+    # machine makes it pass keys through for 2 s, which would time pass-through keys instead).
+    for _ in range(600):
+        if await app.tap(ord("a")):
+            await app.tap(ESCAPE)
+            return app
+        await asyncio.sleep(0.05)
+    raise RuntimeError("the fcitx5 addon does not reach the engine service")
 
 
 def main() -> int:
@@ -167,10 +255,10 @@ def main() -> int:
             os.environ.update(old_env)
         desktop.start_service(["--no-model"])
         if "service" in paths:
-            results["service_direct"] = asyncio.run(bench_service(desktop.session_address, args.keys))
+            results["service_direct"] = asyncio.run(bench_service(desktop.session_address, args.keys, desktop))
         if "fcitx5" in paths:
             desktop.start_fcitx5(["keyboard-us", "karukan"], ["dbus", "dbusfrontend", "keyboard", "karukan"])
-            results["fcitx5_addon_to_service"] = asyncio.run(bench_app(lambda: fcitx_app(desktop), args.keys))
+            results["fcitx5_addon_to_service"] = asyncio.run(bench_app(lambda: fcitx_app(desktop), args.keys, desktop))
 
         with tempfile.TemporaryDirectory() as components:
             for backend in ("inprocess", "service"):
@@ -181,9 +269,13 @@ def main() -> int:
                 exec_line = " ".join(python_command("ime_frontend.ibus", "--ibus", "--no-model", "--backend", backend))
                 (comp_dir / "karukan.xml").write_text(component_xml(exec_line))
                 desktop.start_ibus([comp_dir])
-                results[f"ibus_engine_{backend}"] = asyncio.run(bench_app(lambda: ibus_app(desktop), args.keys))
+                results[f"ibus_engine_{backend}"] = asyncio.run(bench_app(lambda: ibus_app(desktop), args.keys, desktop))
                 ibus = next(p for n, p in desktop._procs if n == "ibus-daemon")
                 desktop.stop(ibus)
+        if any(m.get("unexpected_answers") for r in results.values() if isinstance(r, dict)
+               for m in r.values() if isinstance(m, dict)):
+            for name in ("engine-service", "fcitx5"):   # why keys were not handled
+                print(f"--- {name} log:\n{desktop.log_tail(name, 15)}", file=sys.stderr)
     results["machine"]["load_1min_after"] = os.getloadavg()[0]
     print_table(results)
     if args.json:
@@ -197,8 +289,16 @@ def print_table(results: dict) -> None:
         if not isinstance(measures, dict) or "handled" not in measures:
             continue
         for name, s in measures.items():
+            if name.startswith("where_"):
+                continue
             print(f"{path:26} {name:20} {s['n']:5d} {s['p50_ms']:8.3f} {s['p95_ms']:8.3f} {s['max_ms']:8.3f}"
                   f" {s['unexpected_answers']:10d}")
+    for path, measures in results.items():
+        where = measures.get(f"where_{CONCURRENT}_clients") if isinstance(measures, dict) else None
+        if where:
+            cpu = ", ".join(f"{name} {sec:.2f}" for name, sec in where["cpu_s"].items() if sec >= 0.01)
+            sigs = ", ".join(f"{name} {n}" for name, n in where["signals_per_letter"].items())
+            print(f"# {path}, {CONCURRENT} clients: CPU s: {cpu}; signals per letter: {sigs}")
     m = results["machine"]
     print(f"# {m['cpus']} CPUs, load {m['load_1min']:.2f} → {m['load_1min_after']:.2f}; {results['note']}")
 

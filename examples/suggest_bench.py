@@ -6,7 +6,9 @@ ContextHost, as the IBus in-process backend and the engine service run them) typ
 key by key. For every key it times the key's own reply, and, when the key leads to a new
 suggestion list, the time from sending the key until that list's view reaches the frontend
 (the ContextHost's on_update, where the IBus engine and the service take it). The same keys are
-then typed with [suggest] enabled = false, so the key replies can be compared.
+then typed with [suggest] enabled = false, so the key replies can be compared. With a model,
+"key -> first new list" is the dictionary's list and "key -> model's list" the model's ranking
+of it that follows when it differs.
 
     python examples/suggest_bench.py                       # dictionary converter, table on stdout
     python examples/suggest_bench.py --repeats 5 --json out.json
@@ -55,19 +57,24 @@ async def type_all(converter, suggest: bool, repeats: int) -> dict[str, list[flo
     loop = asyncio.get_running_loop()
     sent_at = [0.0]
     shown: list[float] = []
+    lists: list[tuple[float, object]] = []   # (ms, list) of each late view whose list changed
 
     def on_update(view) -> None:
         if view.suggestions is not None:
-            shown.append((time.perf_counter() - sent_at[0]) * 1000)
+            ms = (time.perf_counter() - sent_at[0]) * 1000
+            shown.append(ms)
+            if not lists or lists[-1][1] != view.suggestions:
+                lists.append((ms, view.suggestions))
 
     host = core.new_context(loop, on_update)
-    times: dict[str, list[float]] = {"key": [], "shown": []}
+    times: dict[str, list[float]] = {"key": [], "shown": [], "first_list": [], "model_list": []}
     keys = [list(parse_keys(s + "<Return>")) for s in SENTENCES]
     try:
         for round_ in range(repeats + 1):   # round 0 warms caches and lazy loads
             for sentence in keys:
                 for _label, keysym, mods in sentence:
                     shown.clear()
+                    lists.clear()
                     sent_at[0] = time.perf_counter()
                     await host.process_key(keysym, mods, False)
                     reply_ms = (time.perf_counter() - sent_at[0]) * 1000
@@ -76,6 +83,10 @@ async def type_all(converter, suggest: bool, repeats: int) -> dict[str, list[flo
                     if round_:
                         times["key"].append(reply_ms)
                         times["shown"].extend(shown[-1:])
+                        # With a model the dictionary's list comes first, the model's ranking
+                        # of it after (when it differs).
+                        times["first_list"].extend(ms for ms, _list in lists[:1])
+                        times["model_list"].extend(ms for ms, _list in lists[1:2])
     finally:
         await host.close()
         core.executor.shutdown(wait=True)
@@ -117,7 +128,8 @@ def main() -> int:
         finally:
             converter.close()
     rows = [row("key reply, suggestions on", on["key"]), row("key reply, suggestions off", off["key"]),
-            row("key -> suggestions shown", on["shown"])]
+            row("key -> suggestions shown", on["shown"]), row("key -> first new list", on["first_list"]),
+            row("key -> model's list", on["model_list"])]
     print(f"{'measure':<30} {'count':>6} {'p50_ms':>8} {'p95_ms':>8} {'max_ms':>8}")
     for r in rows:
         cells = [f"{r[k]:>8}" if r[k] is not None else f"{'-':>8}" for k in ("p50_ms", "p95_ms", "max_ms")]

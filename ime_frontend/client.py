@@ -95,12 +95,13 @@ class RemoteContext:
         self.client = client
         self.id = ctx_id
         self.on_update = on_update
+        self.decoder = wire.ViewDecoder()   # a key's reply may leave out an unchanged suggestion list
 
     async def run(self, op: ops.Operation, *args: Any, **kwargs: Any) -> View | None:
         """Call op on this context with a host-style argument list; its view, or None."""
         body = op.wire_body(self.id, op.bind(args, kwargs))
         reply = await self.client.call(op.member, op.in_sig, body)
-        return wire.decode_view(reply[0]) if op.reply is ops.Reply.VIEW else None
+        return self.decoder.decode_reply(reply[0]) if op.reply is ops.Reply.VIEW else None
 
     async def close(self) -> None:
         self.client._contexts.pop(self.id, None)

@@ -63,6 +63,7 @@ class MethodSpec:
 class _Context:
     owner: str
     host: ContextHost
+    encoder: wire.ViewEncoder   # the list of the last reply (a key's reply may skip it if unchanged)
 
 
 class EngineService:
@@ -154,7 +155,13 @@ class EngineService:
                 self._bus.send(reply)   # marshals here: a body D-Bus cannot carry raises
             except Exception as exc:     # never leave the call unanswered
                 log.error("%s reply could not be sent: %s", msg.member, type(exc).__name__)
+                self._forget_sent(spec, msg)
                 self._bus.send(Message.new_error(msg, "org.freedesktop.DBus.Error.Failed", "unsendable reply"))
+
+    def _forget_sent(self, spec: MethodSpec, msg: Message) -> None:
+        ctx = self._contexts.get(msg.body[0]) if spec.arg_names[:1] == ("context",) else None
+        if ctx is not None:
+            ctx.encoder.forget()
 
     def _watch_disconnects(self, msg: Message) -> None:
         if msg.member != "NameOwnerChanged" or msg.sender != "org.freedesktop.DBus":
@@ -208,7 +215,7 @@ class EngineService:
         self._next_id += 1
         host = self._core.new_context(
             asyncio.get_running_loop(), lambda view: self._send_update(sender, ctx_id, view))
-        self._contexts[ctx_id] = _Context(sender, host)
+        self._contexts[ctx_id] = _Context(sender, host, wire.ViewEncoder())
         log.debug("context %d created (%d open)", ctx_id, len(self._contexts))
         return [ctx_id]
 
@@ -221,6 +228,7 @@ class EngineService:
         """One of ops.CONTEXT_OPERATIONS: checked, run on the owner's context, answered."""
         ctx_id, args = op.host_args(body)
         host = self._context(sender, ctx_id)
+        encoder = self._contexts[ctx_id].encoder
         check = _CHECKS.get(op.member)
         if check is not None:
             check(*args)
@@ -231,7 +239,7 @@ class EngineService:
                 raise
             raise CallError(wire.ERROR_INVALID_ARGS, _UNKNOWN_VALUES[op.member]) from exc
         if op.reply is ops.Reply.VIEW:
-            return [wire.encode_view(view)]
+            return [encoder.encode_reply(view, key_reply=op is ops.PROCESS_KEY)]
         # The reply carries no view: a commit the call caused (a field turned into a password
         # field mid-composition) reaches the owner as a late view.
         if view.commit:

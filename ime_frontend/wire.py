@@ -11,6 +11,16 @@ A view travels as one struct so a frontend (Python or the fcitx5 C++ addon) read
 The suggestions are completions while composing, a list of their own: a frontend shows them
 where it shows candidates (there are never both), without a cursor until one is selected.
 
+A ProcessKey reply may leave out a suggestion list that has not changed since the previous
+reply for that context: no items and the cursor SUGGESTIONS_UNCHANGED (-2) mean "the list of
+the last reply, again". Typing with the list open then sends it once, not with every key
+(fcitx5 rebuilds and redraws its candidate list for every list it is given). Only replies are
+compared, with replies: every other reply and every ViewUpdated signal carries its list whole,
+and replies to one context arrive in order, so a receiver that handles signals before or after
+the replies around them (fcitx5 queues signals during a blocking call) still reads each list
+right. ViewEncoder (the service, one per context) and ViewDecoder (a Python client, one per
+context) hold that one list.
+
 Style 0 is underline (composing / unfocused segment), 1 is highlight (focused segment).
 """
 
@@ -27,6 +37,9 @@ VIEW_SIG = "(bsa(su)ua(sss)iiiussba(sss)i)"
 ERROR_UNKNOWN_CONTEXT = "org.karukan.Engine1.Error.UnknownContext"
 ERROR_INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
 ERROR_LIMITS = "org.karukan.Engine1.Error.LimitsExceeded"
+
+# The suggestion cursor of a reply whose list is the one sent last (see above).
+SUGGESTIONS_UNCHANGED = -2
 
 STYLE_CODES = {PreeditStyle.UNDERLINE: 0, PreeditStyle.HIGHLIGHT: 1}
 _STYLES_BY_CODE = {code: style for style, code in STYLE_CODES.items()}
@@ -51,7 +64,9 @@ def _cursor(page: CandidatePage | None) -> int:
     return page.cursor if page is not None and page.cursor is not None else -1
 
 
-def encode_view(view: View) -> list:
+def encode_view(view: View, suggestions_unchanged: bool = False) -> list:
+    """The view's wire form; suggestions_unchanged: leave the suggestion list out (the
+    receiver keeps the one it has), for ViewEncoder to decide."""
     page = view.candidates
     return [
         bool(view.handled),
@@ -66,16 +81,21 @@ def encode_view(view: View) -> list:
         sendable(view.aux),
         sendable(view.mode),
         bool(view.enabled),
-        _items(view.suggestions),
-        _cursor(view.suggestions),
+        [] if suggestions_unchanged else _items(view.suggestions),
+        SUGGESTIONS_UNCHANGED if suggestions_unchanged else _cursor(view.suggestions),
     ]
 
 
-def decode_view(fields: list) -> View:
+def decode_view(fields: list, last_suggestions: CandidatePage | None = None) -> View:
+    """A View from its wire form; last_suggestions: the list to show when the view says its
+    list is unchanged (ViewDecoder remembers it)."""
     (handled, commit, spans, caret, items, cursor, page, pages, total, aux, mode, enabled,
      suggestion_items, suggestion_cursor) = fields
     candidates = _page(items, cursor, page, pages, total)
-    suggestions = _page(suggestion_items, suggestion_cursor, 0, 1, len(suggestion_items))
+    if suggestion_cursor == SUGGESTIONS_UNCHANGED:
+        suggestions = last_suggestions
+    else:
+        suggestions = _page(suggestion_items, suggestion_cursor, 0, 1, len(suggestion_items))
     return View(
         handled=handled,
         preedit=tuple(PreeditSpan(text, _STYLES_BY_CODE.get(style, PreeditStyle.UNDERLINE)) for text, style in spans),
@@ -99,3 +119,34 @@ def _page(items: list, cursor: int, page: int, pages: int, total: int) -> Candid
         pages=pages,
         total=total,
     )
+
+
+class ViewEncoder:
+    """One context's replies as the service sends them: a key's reply leaves the suggestion
+    list out when the previous reply carried the same one. Signals use encode_view."""
+
+    def __init__(self) -> None:
+        self._replied: CandidatePage | None = None   # the list of the last reply sent
+
+    def encode_reply(self, view: View, key_reply: bool = False) -> list:
+        """key_reply: the view answers ProcessKey (the only kind that may leave the list out)."""
+        unchanged = key_reply and view.suggestions is not None and view.suggestions == self._replied
+        self._replied = view.suggestions
+        return encode_view(view, suggestions_unchanged=unchanged)
+
+    def forget(self) -> None:
+        """The last reply never reached the receiver (it could not be sent): send the next list whole."""
+        self._replied = None
+
+
+class ViewDecoder:
+    """One context's replies as a Python client reads them (in order): an unchanged suggestion
+    list is the one of the previous reply. Signals use decode_view."""
+
+    def __init__(self) -> None:
+        self._replied: CandidatePage | None = None
+
+    def decode_reply(self, fields: list) -> View:
+        view = decode_view(fields, self._replied)
+        self._replied = view.suggestions
+        return view

@@ -50,6 +50,7 @@ class Shown:
     aux: str = ""
     properties: list[gv.Property] = field(default_factory=list)
     forwarded: list[tuple[int, int, bool]] = field(default_factory=list)
+    window_updates: int = 0   # candidate window redraws: IBus (Update|Hide)LookupTable, fcitx5 UpdateClientSideUI
 
 
 async def _call(bus: MessageBus, dest: str, path: str, iface: str, member: str, sig: str = "",
@@ -139,11 +140,13 @@ class IBusApp(_AppContext):
         elif msg.member == "HidePreeditText":
             s.preedit, s.preedit_cursor, s.preedit_attrs = "", 0, []
         elif msg.member == "UpdateLookupTable":
+            s.window_updates += 1
             table = gv.decode_lookup_table(body[0].value)
             visible = body[1]
             s.candidates = list(table.candidates) if visible else []
             s.candidate_cursor = table.cursor if visible and table.cursor_visible else -1
         elif msg.member == "HideLookupTable":
+            s.window_updates += 1
             s.candidates, s.candidate_cursor = [], -1
         elif msg.member == "UpdateAuxiliaryText":
             s.aux = gv.decode_text(body[0].value)[0] if body[1] else ""
@@ -200,6 +203,7 @@ class FcitxApp(_AppContext):
             s.preedit_attrs = segments
             s.preedit_cursor = len(s.preedit.encode()[: max(0, body[1])].decode(errors="ignore"))
         elif msg.member == "UpdateClientSideUI":
+            s.window_updates += 1
             preedit, cursor, aux_up, aux_down, cands, cand_index = body[:6]
             s.candidates = [text for _label, text in cands]
             s.candidate_cursor = cand_index if cands else -1

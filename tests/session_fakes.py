@@ -110,3 +110,7 @@ class SuggestingConverter(ScriptedConverter):
         found += [Completion(surface, source=Source.DICTIONARY, reading=reading)
                   for reading, surface in self.completions if reading.startswith(request.reading)]
         return unique_surfaces(found, limit=n)
+
+    def refined_suggestions(self, request: ConversionRequest, n: int = 6,
+                            ctx: JobContext | None = None) -> list[Candidate] | None:
+        return None   # no model

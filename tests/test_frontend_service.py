@@ -308,6 +308,10 @@ class GatedModelConverter(PlainConverter):
     def suggestions(self, request: ConversionRequest, n: int = 6) -> list[Candidate]:
         return []
 
+    def refined_suggestions(self, request: ConversionRequest, n: int = 6,
+                            ctx: JobContext | None = None) -> list[Candidate] | None:
+        return None
+
     def model_started(self, reading: str) -> bool:
         return self.started.setdefault(reading, threading.Event()).wait(TIMEOUT_S)
 

@@ -71,8 +71,8 @@ def test_a_view_holding_a_nul_is_still_answered(bus_address):
 def test_a_reply_that_cannot_be_sent_becomes_an_error_reply(bus_address, monkeypatch):
     real = wire.encode_view
 
-    def broken(view):
-        fields = real(view)
+    def broken(view, *args, **kwargs):
+        fields = real(view, *args, **kwargs)
         fields[1] = b"not a string"     # a body the marshaller refuses
         return fields
 

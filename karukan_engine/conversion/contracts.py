@@ -80,6 +80,12 @@ class LiveConverter(EngineConverter, Protocol):
         """Up to n completions of what was typed, best first."""
         ...
 
+    def refined_suggestions(self, request: ConversionRequest, n: int = 6,
+                            ctx: JobContext | None = None) -> list[Candidate] | None:
+        """The completions with a model's view of them, or None (no model, nothing it would
+        change, over budget, or ctx cancelled); runs after suggestions, on a scheduler worker."""
+        ...
+
 
 @runtime_checkable
 class ModelSource(Protocol):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import unicodedata
 from collections import OrderedDict
 from functools import partial
 from pathlib import Path
@@ -34,7 +35,7 @@ from karukan_engine.conversion.model_slot import ModelSlot
 from karukan_engine.conversion.ranking import Evidence, rank
 from karukan_engine.conversion.scheduler import JobContext
 from karukan_engine.conversion.settings import ConversionSettings
-from karukan_engine.conversion.suggest import suggestions
+from karukan_engine.conversion.suggest import DICTIONARY_LIMIT, blended, learned_completions, model_pool, suggestions
 from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.core.types import Candidate, ConversionRequest, LazyCandidates, Segment, Source
 from karukan_engine.conversion.verify import verify_draft
@@ -423,6 +424,33 @@ class FusedConverter:
     def suggestions(self, request: ConversionRequest, n: int = 6) -> list[Candidate]:
         """Completions of what was typed: learned ones, then dictionary predictive search."""
         return suggestions(request.reading, self.base.learning, self.base.dictionary, limit=n)
+
+    def refined_suggestions(self, request: ConversionRequest, n: int = 6,
+                            ctx: JobContext | None = None) -> list[Candidate] | None:
+        """The same completions with the dictionary's ranked again by the model given the left
+        context (suggest.blended), or None: no model, nothing to rank, superseded (ctx) or over
+        ctx's budget. One model score per pooled completion, checked between them."""
+        slots = self.ready_slots()
+        model = slots[0].get() if slots else None
+        if model is None or not request.reading:
+            return None
+        learned = learned_completions(request.reading, self.base.learning, n)
+        pool = model_pool(request.reading, learned, self.base.dictionary)
+        if len(pool) < 2:
+            return None
+        try:
+            scorer = model.scorer()
+            nats = []
+            for _cost, completion in pool:
+                if ctx is not None and (ctx.cancelled() or ctx.remaining() <= 0):
+                    return None
+                per_char = scorer.score(completion.reading, request.left_context, completion.surface)
+                nats.append(per_char * len(unicodedata.normalize("NFKC", completion.surface)))
+        except NeuralError as exc:
+            log.warning("model suggestions failed: %s", type(exc).__name__)
+            return None
+        ranked = unique_surfaces(learned, blended(pool, nats), limit=len(learned) + DICTIONARY_LIMIT)
+        return ranked[:n]
 
     # --- learning ----------------------------------------------------------------------------
 

@@ -54,6 +54,10 @@ LiveDelivery = Callable[["LiveUpdate | SuggestionUpdate"], None]
 # A key typed meanwhile supersedes the wait, so fast typing costs no search at all.
 SUGGESTION_DELAY_S = 0.010
 
+# The model's ranking of a suggestion list gives up past this (the list shown meanwhile is the
+# dictionary's; the bundled model scores the pool in about 10–80 ms on a loaded 2-core machine).
+SUGGESTION_MODEL_BUDGET_S = 0.25
+
 # Where a link hands work to be started later, off the key's thread: the context host collects
 # it and starts it from its event loop once the key's reply is out (waking a scheduler worker
 # from the session's thread alone cost the key about 0.5 ms, GIL hand-overs). Called with the
@@ -84,6 +88,10 @@ class DictionaryOnly:
         if not isinstance(base, DictionaryConverter):
             return []
         return completions(request.reading, base.learning, base.dictionary, limit=n)
+
+    def refined_suggestions(self, request: ConversionRequest, n: int = 6,
+                            ctx: JobContext | None = None) -> list[Candidate] | None:
+        return None   # no model
 
     # The rest of the contract, handed on.
     def convert(self, request: ConversionRequest) -> list[Segment]:
@@ -180,7 +188,28 @@ class LiveService:
             found = tuple(find(request, n))
             return SuggestionUpdate(context, epoch, request.reading, found) if found else None
 
-        self.scheduler.submit(context, Priority.SUGGESTION, work, deliver, epoch=epoch)
+        def hand_over(update: SuggestionUpdate) -> None:
+            deliver(update)
+            if self.converter.model_ready():
+                self._refine_suggestions(context, epoch, request, update.suggestions, deliver, n)
+
+        self.scheduler.submit(context, Priority.SUGGESTION, work, hand_over, epoch=epoch)
+
+    def _refine_suggestions(self, context: ContextId, epoch: int, request: ConversionRequest,
+                            shown: tuple[Candidate, ...], deliver: LiveDelivery, n: int) -> None:
+        """The model's ranking of the list just delivered, as a second update when it differs;
+        its own job, so the dictionary's list never waits for the model, and a newer key
+        cancels it (the scorer checks between completions) as does the budget."""
+        refine = self.converter.refined_suggestions
+
+        def work(ctx) -> SuggestionUpdate | None:
+            found = refine(request, n, ctx)
+            if not found or tuple(found) == shown or ctx.cancelled():
+                return None
+            return SuggestionUpdate(context, epoch, request.reading, tuple(found))
+
+        self.scheduler.submit(context, Priority.SUGGESTION, work, deliver, epoch=epoch,
+                              budget_s=SUGGESTION_MODEL_BUDGET_S)
 
     def call(self, context: ContextId, work: Callable[[], Any], priority: Priority = Priority.EXPLICIT) -> Any:
         """Run `work` on a worker, ahead of lower-priority work of every context, and wait.

@@ -93,6 +93,11 @@ class SystemDictionary:
         return [Entry(reading, self.surface(reading, int(self.surface_ids[i])), int(self.lid[i]),
                       int(self.rid[i]), int(self.cost[i])) for i in range(*span)]
 
+    def cheapest_cost(self, reading: str) -> int | None:
+        """The cost of the cheapest entry of an exact reading (no surface decoded), or None."""
+        key = self._readings.get(reading)
+        return None if key is None else int(self.cost[int(self.offsets[key])])
+
     def iter_entries(self) -> Iterator[Entry]:
         """Every entry (for tests and tools; slow)."""
         for reading in self._readings.iterkeys():

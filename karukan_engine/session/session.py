@@ -485,7 +485,8 @@ class Session:
             return
         assert self._completer is not None
         try:
-            found = self._completer.suggestions(request, count)
+            # No loop to deliver a second list (karukan keys): the model's ranking, if any, at once.
+            found = self._completer.refined_suggestions(request, count) or self._completer.suggestions(request, count)
         except Exception as exc:  # a failing converter must not take the keyboard down
             log.warning("suggestions failed: %s", type(exc).__name__)
             found = []

@@ -243,3 +243,29 @@ def test_suggestions_reach_the_candidate_list_and_tab_return_commits_one(fcitx5_
         app.disconnect()
 
     run(body())
+
+
+def test_keys_that_keep_the_suggestion_list_do_not_redraw_it(fcitx5_desktop):
+    """A key that leaves the list as it was (a pending romaji letter, its BackSpace) gets a reply
+    without the list (it was sent once) and the addon leaves fcitx5's candidate window alone;
+    the list stays shown, and the preedit follows the keys."""
+    async def body():
+        await eventually(lambda: _service_up(fcitx5_desktop), timeout_s=45, interval_s=0.3)
+        app = await ready_app(fcitx5_desktop)
+        await type_text(app, "arigatou")
+        suggestions = await settled_candidates(app, app.current_im)
+        assert await app.tap(ord("k"))
+        assert app.shown.candidates == suggestions and app.shown.preedit == "ありがとうｋ"
+        redraws = app.shown.window_updates
+        assert await app.tap(0xFF08)                      # BackSpace: the k goes, the list stays
+        assert await app.tap(ord("k"))
+        assert app.shown.preedit == "ありがとうｋ" and app.shown.candidates == suggestions
+        assert app.shown.window_updates == redraws          # the candidate window was left as it was
+        assert await app.tap(0xFF09)                      # Tab still enters the list
+        assert app.shown.candidate_cursor == 0 and app.shown.preedit == suggestions[0]
+        assert app.shown.window_updates > redraws
+        assert await app.tap(RETURN)
+        assert app.shown.commits == [suggestions[0]]
+        app.disconnect()
+
+    run(body())

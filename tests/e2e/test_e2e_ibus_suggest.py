@@ -26,3 +26,22 @@ def test_suggestions_reach_the_lookup_table_and_tab_return_commits_one(ibus_desk
         app.disconnect()
 
     run(body())
+
+
+def test_keys_that_keep_the_suggestion_list_do_not_resend_it(ibus_desktop):
+    """A pending romaji letter and its BackSpace leave the list as it was: the engine sends no
+    lookup table for them (ibus-daemon and its panel redraw every table they get)."""
+    async def body():
+        app = await ready_app(ibus_desktop)
+        await type_text(app, "arigatou")
+        suggestions = await settled_candidates(app, lambda: app.ic("GetEngine"))
+        redraws = app.shown.window_updates
+        for key in (ord("k"), 0xFF08, ord("k")):        # k, BackSpace, k
+            assert await app.tap(key)
+        assert app.shown.preedit == "ありがとうｋ" and app.shown.candidates == suggestions
+        assert app.shown.window_updates == redraws
+        assert await app.tap(TAB)                        # entering the list does redraw it
+        assert app.shown.candidate_cursor == 0 and app.shown.window_updates > redraws
+        app.disconnect()
+
+    run(body())

@@ -71,6 +71,20 @@ using Item = fcitx::dbus::DBusStruct<std::string, std::string, std::string>;
 using WireView = fcitx::dbus::DBusStruct<bool, std::string, std::vector<Span>, uint32_t, std::vector<Item>, int32_t,
                                          int32_t, int32_t, uint32_t, std::string, std::string, bool,
                                          std::vector<Item>, int32_t>;
+// A key's reply whose suggestion list is the one of the previous reply (sent once, not per key).
+constexpr int32_t kSuggestionsUnchanged = -2;
+
+bool sameItems(const std::vector<Item> &a, const std::vector<Item> &b) {
+    if (a.size() != b.size()) {
+        return false;
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (a[i].data() != b[i].data()) {
+            return false;
+        }
+    }
+    return true;
+}
 
 uint64_t callTimeoutUs() {
     // KARUKAN_FCITX5_TIMEOUT_MS lets tests and slow machines choose; keep it short.
@@ -122,6 +136,13 @@ public:
 
     uint32_t id = 0;
     uint64_t generation = 0;
+    // The suggestion list of the last reply, which a reply marked kSuggestionsUnchanged repeats.
+    std::vector<Item> repliedSuggestions;
+    int32_t repliedCursor = -1;
+    // What this addon last put in the panel's candidate list (to keep it when nothing changed).
+    const CandidateList *shownList = nullptr;
+    std::vector<Item> shownItems;
+    int32_t shownCursor = -1;
 
 private:
     KarukanEngine *engine_;
@@ -197,7 +218,7 @@ public:
         WireView view;
         switch (sendKey(ic, event.rawKey(), event.isRelease(), view)) {
         case Outcome::Answered:
-            apply(ic, view);
+            apply(ic, view, true);
             if (std::get<0>(view.data())) {
                 event.filterAndAccept();
             }
@@ -242,7 +263,7 @@ public:
         msg << state->id << static_cast<uint32_t>(index);
         WireView view;
         if (finish(ic, msg, state, view) == Outcome::Answered) {
-            apply(ic, view);
+            apply(ic, view, true);
         }
     }
 
@@ -382,7 +403,7 @@ private:
                 WireView view;
                 switch (sendKey(ic, held.key, held.release, view)) {
                 case Outcome::Answered:
-                    apply(ic, view);
+                    apply(ic, view, true);
                     if (std::get<0>(view.data())) {
                         continue;
                     }
@@ -453,6 +474,8 @@ private:
         }
         state->id = id;
         state->generation = generation_;
+        state->repliedSuggestions.clear();  // a new context: its first reply carries its list whole
+        state->repliedCursor = -1;
         contexts_[id] = ic->watch();
         return state;
     }
@@ -517,7 +540,7 @@ private:
         WireView view;
         Outcome outcome = finish(ic, msg, state, view);
         if (outcome == Outcome::Answered) {
-            apply(ic, view, commit);
+            apply(ic, view, true, commit);
         }
         return outcome;
     }
@@ -556,7 +579,7 @@ private:
         }
         auto *ic = it->second.get();
         if (ic->hasFocus()) {
-            apply(ic, view);
+            apply(ic, view, false);
         }
     }
 
@@ -566,15 +589,26 @@ private:
         ic->updateUserInterface(UserInterfaceComponent::InputPanel);
     }
 
-    void apply(InputContext *ic, const WireView &wire, bool commit = true) {
+    // Show a view: reply is true for a method's answer (which may repeat the previous reply's
+    // suggestion list by reference), false for a ViewUpdated signal (always whole).
+    void apply(InputContext *ic, const WireView &wire, bool reply, bool commit = true) {
         const auto &[handled, commitText, spans, caret, items, cursor, page, pages, total, aux, mode, enabled,
                      suggestions, suggestionCursor] = wire.data();
         (void)handled, (void)page, (void)pages, (void)total, (void)mode, (void)enabled;
+        auto *state = ic->propertyFor(&factory_);
+        static const std::vector<Item> none;
+        const std::vector<Item> *listed = &suggestions;
+        int32_t listedCursor = suggestionCursor;
+        if (suggestionCursor == kSuggestionsUnchanged) {
+            listed = reply ? &state->repliedSuggestions : &none;
+            listedCursor = reply ? state->repliedCursor : -1;
+        } else if (reply) {
+            state->repliedSuggestions = suggestions;
+            state->repliedCursor = suggestionCursor;
+        }
         if (commit && !commitText.empty()) {
             ic->commitString(commitText);
         }
-        auto &panel = ic->inputPanel();
-        panel.reset();
         Text preedit;
         std::string whole;
         for (const auto &span : spans) {
@@ -586,20 +620,36 @@ private:
         if (!whole.empty()) {
             preedit.setCursor(static_cast<int>(utf8Bytes(whole, caret)));
         }
-        if (ic->capabilityFlags().test(CapabilityFlag::Preedit)) {
-            panel.setClientPreedit(preedit);
-        } else {
-            panel.setPreedit(preedit);
-        }
-        if (!aux.empty()) {
-            panel.setAuxUp(Text(aux));
-        }
         // Conversion candidates, or else the suggestions while composing (no cursor until one is
         // selected with Tab / Down); a view never carries both.
-        if (!items.empty()) {
-            panel.setCandidateList(candidateList(items, cursor));
-        } else if (!suggestions.empty()) {
-            panel.setCandidateList(candidateList(suggestions, suggestionCursor));
+        const std::vector<Item> &list = !items.empty() ? items : *listed;
+        const int32_t listCursor = !items.empty() ? cursor : listedCursor;
+        auto &panel = ic->inputPanel();
+        const bool clientPreedit = ic->capabilityFlags().test(CapabilityFlag::Preedit);
+        const bool sameList = panel.candidateList().get() == (list.empty() ? nullptr : state->shownList) &&
+                              (list.empty() || (sameItems(list, state->shownItems) && listCursor == state->shownCursor));
+        if (clientPreedit && sameList && panel.auxUp().toString() == aux && panel.auxDown().empty() &&
+            panel.preedit().empty()) {
+            // Only the application's own preedit changes: the candidate window (fcitx5's, or the
+            // client's own) is left as it is instead of being rebuilt and redrawn for every key.
+            panel.setClientPreedit(preedit);
+            ic->updatePreedit();
+            return;
+        }
+        panel.setClientPreedit(clientPreedit ? preedit : Text());
+        panel.setPreedit(clientPreedit ? Text() : preedit);
+        panel.setAuxUp(aux.empty() ? Text() : Text(aux));
+        panel.setAuxDown(Text());
+        if (!sameList) {
+            if (list.empty()) {
+                panel.setCandidateList(nullptr);
+                state->shownList = nullptr;
+            } else {
+                panel.setCandidateList(candidateList(list, listCursor));
+                state->shownList = panel.candidateList().get();
+            }
+            state->shownItems = list;
+            state->shownCursor = listCursor;
         }
         ic->updatePreedit();
         ic->updateUserInterface(UserInterfaceComponent::InputPanel);

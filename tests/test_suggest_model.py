@@ -1,0 +1,177 @@
+"""The model's part in predictions: where one is loaded, the dictionary's completions are ranked
+again with the model's score given the left context, as a second list after the dictionary's,
+off the key path and cancelled by the next key (conversion/suggest.py, FusedConverter,
+LiveService.suggest_for)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from karukan_engine.conversion.suggest import NATS_AS_COST, blended
+from karukan_engine.core.types import Completion, ConversionRequest, Source
+from karukan_engine.dictionary.system import DEFAULT_DIR
+
+_pools = st.lists(st.tuples(st.integers(0, 20000), st.floats(0, 50, allow_nan=False)),
+                  min_size=0, max_size=10)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_pools)
+def test_blended_orders_by_cost_plus_the_models_nats_and_keeps_every_completion(rows):
+    pool = [(cost, Completion(f"w{i}", source=Source.DICTIONARY, reading=f"よみ{i}")) for i, (cost, _n) in enumerate(rows)]
+    nats = [n for _c, n in rows]
+    out = blended(pool, nats)
+    assert sorted(c.surface for c in out) == sorted(c.surface for _cost, c in pool)
+    scores = {c.surface: cost + NATS_AS_COST * n for (cost, c), n in zip(pool, nats)}
+    assert [scores[c.surface] for c in out] == sorted(scores[c.surface] for c in out)
+    # The same view of every completion leaves the dictionary's order (ties: as listed).
+    dictionary_order = [c for _i, (_cost, c) in sorted(enumerate(pool), key=lambda t: (t[1][0], t[0]))]
+    assert blended(pool, [1.0] * len(pool)) == dictionary_order
+
+
+# --- with a real (tiny) model ------------------------------------------------------------------
+
+llama = pytest.importorskip("llama_cpp")
+needs_dictionary = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
+
+READINGS = ["かい", "きょう", "しりょ", "あり", "てん", "せん", "こう", "とう"]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    from karukan_engine.neural.model import load_model
+    from karukan_testing.tiny_models import TinyModelSpec, write_model_dir
+
+    m = load_model(write_model_dir(tmp_path_factory.mktemp("tiny"), TinyModelSpec(seed=3, eos_scale=2.0)))
+    yield m
+    m.close()
+
+
+@pytest.fixture(scope="module")
+def system():
+    from karukan_engine.dictionary.system import SystemDictionary
+
+    return SystemDictionary()
+
+
+@pytest.fixture
+def fused(model, system, tmp_path):
+    from karukan_engine.conversion.fused import FusedConverter
+    from karukan_engine.conversion.model_slot import ModelSlot
+    from karukan_engine.dictionary.learning import LearningStore
+    from karukan_engine.lattice.converter import LatticeConverter
+
+    base = LatticeConverter(system, None, LearningStore(tmp_path / "learning.json"))
+    return FusedConverter(base, [ModelSlot(model, "tiny")], lexicon=system)
+
+
+def _by_the_model(model, system, reading: str, context: str) -> list[str]:
+    """What the model's ranking should show, computed here from the model's scores."""
+    from karukan_engine.conversion.suggest import DICTIONARY_LIMIT, model_pool
+
+    pool = model_pool(reading, [], system)
+    nats = [model.score(c.reading, context, c.surface) * len(unicodedata.normalize("NFKC", c.surface))
+            for _cost, c in pool]
+    order = sorted(range(len(pool)), key=lambda i: (pool[i][0] + NATS_AS_COST * nats[i], i))
+    return [pool[i][1].surface for i in order][:DICTIONARY_LIMIT]
+
+
+@needs_dictionary
+def test_the_models_ranking_is_the_dictionarys_pool_reordered_by_its_scores(fused, model, system):
+    changed = 0
+    for reading in READINGS:
+        request = ConversionRequest(reading, "会議の")
+        plain = [c.surface for c in fused.suggestions(request)]
+        refined = fused.refined_suggestions(request)
+        assert refined is not None
+        assert [c.surface for c in refined] == _by_the_model(model, system, reading, "会議の")
+        assert all(isinstance(c, Completion) and c.reading.startswith(reading) for c in refined)
+        changed += [c.surface for c in refined] != plain
+    assert changed, "the model changed no list: the test shows nothing"
+
+
+@needs_dictionary
+def test_learned_completions_stay_first(fused):
+    fused.record([("かいしゃいん", "会社員")])
+    refined = fused.refined_suggestions(ConversionRequest("かい", ""))
+    assert refined[0].surface == "会社員" and refined[0].source == Source.LEARNING
+
+
+@needs_dictionary
+def test_a_newer_key_or_the_budget_stops_the_scoring(fused):
+    from karukan_engine.conversion.scheduler import JobContext, Priority
+
+    request = ConversionRequest("かい", "")
+    cancelled = JobContext("ctx", 1, Priority.SUGGESTION, None)
+    cancelled._cancel.set()
+    assert fused.refined_suggestions(request, 6, cancelled) is None
+    spent = JobContext("ctx", 1, Priority.SUGGESTION, time.monotonic() - 1)
+    assert fused.refined_suggestions(request, 6, spent) is None
+
+
+@needs_dictionary
+def test_the_models_list_follows_the_dictionarys_and_a_newer_key_drops_it(fused):
+    """Through the live service: first the dictionary's list, then (when it differs) the
+    model's, both for the same event; a key typed before the model's job runs drops it."""
+    from karukan_engine.conversion.live_service import LiveService
+
+    service = LiveService(fused, suggestion_delay_s=0.0)
+    try:
+        reading = next(r for r in READINGS
+                       if [c.surface for c in fused.refined_suggestions(ConversionRequest(r, "会議の"))]
+                       != [c.surface for c in fused.suggestions(ConversionRequest(r, "会議の"))])
+        got: list = []
+        arrived = threading.Event()
+
+        def deliver(update):
+            got.append(update)
+            if len(got) == 2:
+                arrived.set()
+
+        epoch = service.begin("a")
+        service.suggest_for("a", epoch, ConversionRequest(reading, "会議の"), deliver)
+        assert arrived.wait(30)
+        first, second = got
+        assert first.epoch == second.epoch == epoch and first.reading == second.reading == reading
+        assert [c.surface for c in first.suggestions] == [c.surface for c in fused.suggestions(ConversionRequest(reading, "会議の"))]
+        assert [c.surface for c in second.suggestions] == [c.surface for c in fused.refined_suggestions(ConversionRequest(reading, "会議の"))]
+
+        # A newer key right after the dictionary's list: the model's never comes.
+        dropped: list = []
+        gate = threading.Event()
+
+        def deliver_then_type(update):
+            dropped.append(update)
+            service.begin("b")          # the next key, before the model's job can run
+            gate.set()
+
+        epoch = service.begin("b")
+        service.suggest_for("b", epoch, ConversionRequest(reading, "会議の"), deliver_then_type)
+        assert gate.wait(30)
+        time.sleep(0.5)
+        assert len(dropped) == 1
+    finally:
+        service.shutdown()
+
+
+@needs_dictionary
+def test_karukan_keys_shows_the_models_ranking_at_once(fused):
+    """Without a loop (the CLI), the session asks for the model's ranking synchronously."""
+    from karukan_engine.config import Config, SessionSettings
+    from karukan_engine.session import Session
+    from karukan_engine.session.keys_cli import parse_keys
+
+    reading, romaji = next((r, k) for r, k in (("かい", "kai"), ("きょう", "kyou"), ("せん", "senn"), ("こう", "kou"))
+                           if [c.surface for c in fused.refined_suggestions(ConversionRequest(r, ""))]
+                           != [c.surface for c in fused.suggestions(ConversionRequest(r, ""))])
+    session = Session(fused, Config(session=SessionSettings(live_conversion=False)))
+    for _label, keysym, mods in parse_keys(romaji):
+        view = session.process_key(keysym, mods)
+    expected = [c.surface for c in fused.refined_suggestions(ConversionRequest(reading, "")) if c.surface != reading]
+    assert [item.text for item in view.suggestions.items] == expected
