@@ -466,3 +466,16 @@ def test_a_greedy_text_typing_decoded_is_not_decoded_again(model, monkeypatch):
     assert slot.remembered_greedy("かいぎの", "前に") == first
     assert slot.greedy("かいぎの", "前に") == first and not decoded
     assert slot.remembered_greedy("かいぎの", "後に") is None       # another context: another prompt
+
+
+def test_batch_commands_get_all_of_the_model_work(model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("KARUKAN_CONFIG", str(tmp_path / "config.toml"))
+    budgeted = ConversionSettings(space_budget_ms=50.0)
+    typing = build_converter(ConverterOptions(model_id=str(model_dir), conversion=budgeted))
+    batch = build_converter(ConverterOptions(model_id=str(model_dir), conversion=budgeted, batch=True))
+    try:
+        assert typing.settings.space_budget_ms == 50.0
+        assert batch.settings.space_budget_ms == float("inf")
+    finally:
+        typing.close()
+        batch.close()

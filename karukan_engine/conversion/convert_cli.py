@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from karukan_engine.conversion.factory import ConverterOptions, build_converter
 
     converter = build_converter(ConverterOptions(use_model=not args.no_model, model_id=args.model,
-                                                 require_model=args.model is not None))
+                                                 require_model=args.model is not None, batch=True))
     if args.jsonl:
         reconfigure = getattr(sys.stdin, "reconfigure", None)
         if callable(reconfigure):   # a line that is not UTF-8 gets an error, not the end of the run

@@ -30,6 +30,9 @@ class ConverterOptions:
     # False (one-shot CLI commands): wait for the model before the first conversion.
     load_in_background: bool = False
     conversion: "ConversionSettings | None" = None  # the config's [conversion] table; None = defaults
+    # True (`karukan convert`, `karukan eval`): every conversion gets all of the model's work,
+    # whatever the Space budget; the budget is for typing, where the next key is waiting.
+    batch: bool = False
 
 
 def build_converter(options: ConverterOptions = ConverterOptions()) -> EngineConverter:

@@ -17,10 +17,12 @@ Without a model (missing, still loading, failed) every call is the base converte
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 import unicodedata
 from collections import OrderedDict
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -528,6 +530,8 @@ def build_fused_converter(base: DictionaryConverter, options: ConverterOptions) 
     model_id = resolved.entry.id if resolved.entry is not None else (options.model_id or "default")
     settings = options.conversion or ConversionSettings.from_config()
     settings = settings.for_model(model_id)
+    if options.batch:
+        settings = replace(settings, space_budget_ms=math.inf)
     handle = load_in_background(options.model_id) if options.model_id else _load_default()
     if required:
         handle.wait()   # raises the load error itself, before a slot would log a fall back

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         items = load_items(path)
         datasets[path.name] = items[: args.limit] if args.limit else items
     converter = build_converter(ConverterOptions(use_model=not args.no_model, model_id=args.model,
-                                                 require_model=args.model is not None))
+                                                 require_model=args.model is not None, batch=True))
 
     def convert(item: EvalItem, n: int) -> list[str]:
         context = "" if args.no_context else item.context
