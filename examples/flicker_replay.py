@@ -19,11 +19,9 @@ split in two halves by the seed: `--split tune` and `--split test` never share a
     python examples/flicker_replay.py --split test --count 150 --json out.json
     python examples/flicker_replay.py --model --split test       # the bundled model refines
 
-Default pipeline: the dictionary lattice (the default build's answer while the fitted weights
-give the bundled model no say). `--model` drives the fused pipeline the engine service runs: the
-quick text at once and the model's refinement delivered later through the LiveService, applied
-before the next key; since the fitted weights give the model no say, `--model` scores with the
-unfitted FusionWeights() (the model's text can win), so its refinements are what gets measured.
+Default pipeline: the dictionary lattice. `--model` drives the fused pipeline the engine
+service runs, with the model's fitted weights and its n-gram: the quick text at once and the
+model's refinement delivered later through the LiveService, applied before the next key.
 `--no-stabilize` shows the live text unstabilized (the converter's best path as it is).
 """
 
@@ -36,7 +34,6 @@ import platform
 import random
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,14 +132,13 @@ def build(args):
         return lattice, "dictionary"
     from karukan_engine.conversion.factory import ConverterOptions
     from karukan_engine.conversion.fused import FusedConverter, build_fused_converter
-    from karukan_engine.conversion.settings import ConversionSettings, FusionWeights
+    from karukan_engine.conversion.settings import ConversionSettings
 
     options = ConverterOptions(model_id=args.model_id, require_model=True,
                                conversion=ConversionSettings(workers=1))
     fused = build_fused_converter(lattice, options)
     assert isinstance(fused, FusedConverter)
-    fused.settings = replace(fused.settings, weights=FusionWeights())   # the model may win
-    return fused, f"fused ({args.model_id or 'default model'}, unfitted weights)"
+    return fused, f"fused ({args.model_id or 'default model'}, fitted weights)"
 
 
 def main() -> int:
