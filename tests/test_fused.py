@@ -479,3 +479,21 @@ def test_batch_commands_get_all_of_the_model_work(model_dir, tmp_path, monkeypat
     finally:
         typing.close()
         batch.close()
+
+
+def test_the_engine_service_measures_the_space_stages_before_the_first_space(model_dir, tmp_path, monkeypatch):
+    from karukan_engine.conversion.fused import SPACE_BEAM, SPACE_SCORE
+
+    monkeypatch.setenv("KARUKAN_CONFIG", str(tmp_path / "config.toml"))
+    budgeted = ConversionSettings(space_budget_ms=100.0)
+    service = build_converter(ConverterOptions(model_id=str(model_dir), conversion=budgeted, load_in_background=True))
+    batch = build_converter(ConverterOptions(model_id=str(model_dir), conversion=budgeted, batch=True))
+    try:
+        deadline = time.monotonic() + 30
+        while service.timings.per_unit(SPACE_SCORE) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert service.timings.per_unit(SPACE_SCORE) is not None and service.timings.per_unit(SPACE_BEAM) is not None
+        assert batch.timings.per_unit(SPACE_SCORE) is None       # no budget: nothing to plan, no warm-up
+    finally:
+        service.close()
+        batch.close()

@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 SPACE_GREEDY = "space/greedy"  # per reading character of the chunk the greedy text converts
 SPACE_BEAM = "space/beam"      # per reading character of the chunk the beam converts
 SPACE_SCORE = "space/score"    # per surface character the NLL pass scores
+# What warm_up converts: an everyday sentence of typical length, not anything the user typed.
+WARM_UP_READING = "あしたのかいぎのしりょうをおくります"
 # Beside the bundled model; built by `python -m karukan_engine.training ngram`.
 BUNDLED_NGRAM = Path(__file__).resolve().parent.parent / "data" / "model" / "char-5gram.npz"
 ALIGNMENT_CACHE = 4096
@@ -467,6 +469,17 @@ class FusedConverter:
         """Write the base converter's pending learning now. True when everything is on disk."""
         return self.base.save()
 
+    def warm_up(self) -> None:
+        """One explicit conversion once the model is loaded (engine service, on a thread of its
+        own): it creates the model's contexts and measures every Space stage, so the user's
+        first Space is planned from timings instead of trying every stage cold."""
+        if not self.wait_for_model() or (self.ngram is not None and not self.ngram.settle()):
+            return
+        try:
+            self.candidates(ConversionRequest(WARM_UP_READING), self.settings.num_candidates)
+        except Exception as exc:  # never the engine's problem: the first Space measures instead
+            log.warning("Space warm-up failed: %s", type(exc).__name__)
+
     def close(self) -> None:
         for slot in self.slots:
             slot.close()
@@ -544,6 +557,8 @@ def build_fused_converter(base: DictionaryConverter, options: ConverterOptions) 
         converter.wait_for_model()
         if converter.ngram is not None:
             converter.ngram.settle()
+    elif not math.isinf(settings.space_budget_ms):
+        threading.Thread(target=converter.warm_up, name="karukan-space-warm-up", daemon=True).start()
     return converter
 
 
