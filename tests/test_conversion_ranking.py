@@ -249,6 +249,8 @@ def test_a_near_tie_does_not_overrule_the_dictionary_first():
         FusionWeights(margin=-1.0)
     with pytest.raises(ValueError):
         FusionWeights(ngram=-0.1)
+    with pytest.raises(ValueError):
+        FusionWeights(ngram=float("nan"))
     table = ConversionSettings.from_mapping({"weights": {"ngram": 0.1, "margin": 0.5}})
     assert (table.weights.ngram, table.weights.margin) == (0.1, 0.5)
 

@@ -46,9 +46,9 @@ class FusionWeights:
     margin: float = 0.0
 
     def __post_init__(self) -> None:
-        if any(v < 0 for v in (self.lattice, self.nll, self.learning, self.unaligned, self.nll_total,
-                               self.ngram, self.margin)):
-            raise ValueError("fusion weights must not be negative")
+        if not all(v >= 0 for v in (self.lattice, self.nll, self.learning, self.unaligned, self.nll_total,
+                                    self.ngram, self.margin)):   # NaN fails too
+            raise ValueError("fusion weights must be non-negative numbers")
         if self.confident_nll is not None and not self.confident_nll >= 0:
             raise ValueError("confident_nll must be a non-negative number")
 
