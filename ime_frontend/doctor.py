@@ -215,9 +215,24 @@ def dictionary_check(directory: Path | None = None) -> Check:
     return Check("system dictionary", True, f"{dictionary.meta['entries']:,} entries, checksums match")
 
 
+def ngram_check(path: Path | None = None) -> Check:
+    """Whether the bundled model's character n-gram loads; without it the ranking does without
+    its score (the bundled model's fitted weights lean on it: docs/model-card.md)."""
+    from karukan_engine.conversion.fused import BUNDLED_NGRAM
+    from karukan_engine.lm.char_ngram import CharNgram, CharNgramError
+
+    try:
+        model = CharNgram.load(path or BUNDLED_NGRAM)
+    except CharNgramError as exc:
+        return Check("character n-gram", False, f"{exc} (the ranking goes on without it)")
+    stored = sum(model.distinct()[k] for k in range(2, model.order + 1))
+    return Check("character n-gram", True, f"order {model.order}, {stored:,} n-grams")
+
+
 def run_doctor() -> tuple[list[Check], bool]:
     checks = installed_checks([user_layout(), system_layout()])
     checks.append(dictionary_check())
+    checks.append(ngram_check())
     checks += asyncio.run(bus_checks())
     installed = any(c.ok for c in checks if c.name.startswith("install"))
     engine = next((c.ok for c in checks if c.name == "engine service"), False)

@@ -109,3 +109,16 @@ def test_the_bundled_ngram_loads_and_prefers_common_text():
 def test_the_package_data_fits_its_budget():
     total = sum(p.stat().st_size for p in PACKAGE_DATA.rglob("*") if p.is_file())
     assert total <= PACKAGE_BUDGET, f"package data {total / 1e6:.1f} MB > 30 MB"
+
+
+def test_doctor_says_whether_the_ngram_loads(counted, tmp_path):
+    from ime_frontend.doctor import ngram_check
+
+    good = tmp_path / "lm.npz"
+    counted.pruned(1).save(good)
+    check = ngram_check(good)
+    assert check.ok and "order 5" in check.detail
+    broken = tmp_path / "broken.npz"
+    broken.write_bytes(good.read_bytes()[:100])
+    check = ngram_check(broken)
+    assert not check.ok and "without it" in check.detail
