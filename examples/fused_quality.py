@@ -36,7 +36,8 @@ from typing import Callable, Sequence
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from karukan_engine.conversion.fused import BUNDLED_NGRAM, FusedConverter  # noqa: E402
+from karukan_engine.conversion.fused import FusedConverter, bundled_ngram  # noqa: E402
+from karukan_engine.lm.char_ngram import BUNDLED as BUNDLED_NGRAM  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings, FusionWeights  # noqa: E402
 from karukan_engine.kana import to_hiragana  # noqa: E402
@@ -181,10 +182,7 @@ def load_pipeline(args: argparse.Namespace) -> Pipeline:
     model_id = args.model or "default"
     ngram = None
     if BUNDLED_NGRAM.is_file():   # the fit weighs it whatever the weights it starts from
-        from karukan_engine.lm.char_ngram import CharNgram
-        from karukan_engine.neural.background import LoadHandle
-
-        ngram = LoadHandle(lambda: CharNgram.load(BUNDLED_NGRAM), name="karukan-ngram-load")
+        ngram = bundled_ngram()
         ngram.wait()
     return Pipeline(dictionary, LatticeConverter(dictionary, None, None), model, model_id,
                     ModelSlot(model, model_id), ngram)

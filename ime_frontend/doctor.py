@@ -218,11 +218,10 @@ def dictionary_check(directory: Path | None = None) -> Check:
 def ngram_check(path: Path | None = None) -> Check:
     """Whether the bundled model's character n-gram loads; without it the ranking does without
     its score (the bundled model's fitted weights lean on it: docs/model-card.md)."""
-    from karukan_engine.conversion.fused import BUNDLED_NGRAM
-    from karukan_engine.lm.char_ngram import CharNgram, CharNgramError
+    from karukan_engine.lm.char_ngram import BUNDLED, CharNgram, CharNgramError
 
     try:
-        model = CharNgram.load(path or BUNDLED_NGRAM)
+        model = CharNgram.load(path or BUNDLED)
     except CharNgramError as exc:
         return Check("character n-gram", False, f"{exc} (the ranking goes on without it)")
     stored = sum(model.distinct()[k] for k in range(2, model.order + 1))

@@ -2,13 +2,12 @@
 the exact scores are checked in tests/test_ngram_baseline.py)."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from karukan_engine.lm.char_ngram import LOG_STEP, CharNgram, CharNgramError
+from karukan_engine.lm.char_ngram import BUNDLED, LOG_STEP, CharNgram, CharNgramError
 
 TEXT = ["今日は晴れ", "今日は雨", "明日は晴れ", "今日は晴れです", "機会があれば", "機会を待つ", "機械を直す"]
 
@@ -66,35 +65,25 @@ def test_a_damaged_missing_or_foreign_file_is_a_clear_error(counted, tmp_path):
             CharNgram.load(bad)
 
 
+@pytest.fixture(scope="module")
+def stored(counted, tmp_path_factory):
+    """The counted model after a trip through its file."""
+    path = tmp_path_factory.mktemp("lm") / "lm.npz"
+    counted.pruned(1).save(path)
+    return CharNgram.load(path)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.text("今日は晴れ雨機会械を猫", max_size=8), st.text("今日は。", max_size=6))
-def test_scores_are_finite_log_values_and_survive_the_file(text, context):
-    model = CharNgram.count(TEXT)
-    loaded = _round_trip(model)
-    exact, stored = model.score(text, context), loaded.score(text, context)
-    assert math.isfinite(stored) and stored <= 0.0
-    assert abs(stored - exact) <= len(text) * LOG_STEP / 2 + 1e-6
+def test_scores_are_finite_log_values_and_survive_the_file(counted, stored, text, context):
+    exact, score = counted.score(text, context), stored.score(text, context)
+    assert math.isfinite(score) and score <= 0.0
+    assert abs(score - exact) <= len(text) * LOG_STEP / 2 + 1e-6
     # Longer text never scores higher: every character's log S is <= 0.
-    assert loaded.score(text + "晴", context) <= stored + 1e-9
+    assert stored.score(text + "晴", context) <= score + 1e-9
 
 
-_CACHE = {}
-
-
-def _round_trip(model):
-    if "loaded" not in _CACHE:
-        import tempfile
-        from pathlib import Path
-
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "lm.npz"
-            model.pruned(1).save(path)
-            _CACHE["loaded"] = CharNgram.load(path)
-    return _CACHE["loaded"]
-
-
-BUNDLED = Path(__file__).resolve().parents[1] / "karukan_engine" / "data" / "model" / "char-5gram.npz"
-PACKAGE_DATA = BUNDLED.parents[1]
+PACKAGE_DATA = BUNDLED.parents[1]   # karukan_engine/data
 PACKAGE_BUDGET = 30 * 1000 * 1000
 
 

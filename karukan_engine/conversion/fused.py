@@ -24,7 +24,6 @@ import unicodedata
 from collections import OrderedDict
 from dataclasses import replace
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from karukan_engine.conversion.align import Aligner, Alignment
@@ -56,8 +55,6 @@ SPACE_BEAM = "space/beam"      # per reading character of the chunk the beam con
 SPACE_SCORE = "space/score"    # per surface character the NLL pass scores
 # What warm_up converts: an everyday sentence of typical length, not anything the user typed.
 WARM_UP_READING = "あしたのかいぎのしりょうをおくります"
-# Beside the bundled model; built by `python -m karukan_engine.training ngram`.
-BUNDLED_NGRAM = Path(__file__).resolve().parent.parent / "data" / "model" / "char-5gram.npz"
 ALIGNMENT_CACHE = 4096
 # Spellings of a chunk from the lattice that the model weighs in live conversion.
 LIVE_NBEST = 5
@@ -552,7 +549,7 @@ def build_fused_converter(base: DictionaryConverter, options: ConverterOptions) 
     if settings.light_model:
         # A light model is optional: if it fails to load, its slot simply stays empty.
         slots.append(ModelSlot(load_in_background(settings.light_model), settings.light_model))
-    converter = FusedConverter(base, slots, settings, lexicon=base.dictionary, ngram=_ngram_handle(settings))
+    converter = FusedConverter(base, slots, settings, lexicon=base.dictionary, ngram=bundled_ngram() if settings.weights.ngram else None)
     if not options.load_in_background:
         converter.wait_for_model()
         if converter.ngram is not None:
@@ -562,14 +559,12 @@ def build_fused_converter(base: DictionaryConverter, options: ConverterOptions) 
     return converter
 
 
-def _ngram_handle(settings: ConversionSettings):
-    """The bundled character n-gram loading on a thread, when the weights use it."""
-    if not settings.weights.ngram:
-        return None
-    from karukan_engine.lm.char_ngram import CharNgram
+def bundled_ngram():
+    """A LoadHandle of the bundled character n-gram, loading on a thread of its own."""
+    from karukan_engine.lm.char_ngram import BUNDLED, CharNgram
     from karukan_engine.neural.background import LoadHandle
 
-    return LoadHandle(lambda: CharNgram.load(BUNDLED_NGRAM), name="karukan-ngram-load")
+    return LoadHandle(lambda: CharNgram.load(BUNDLED), name="karukan-ngram-load")
 
 
 def _load_default():

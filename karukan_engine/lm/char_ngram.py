@@ -39,6 +39,8 @@ ALPHA = 0.4
 FORMAT = 1
 LOG_STEP = 1.0 / 16          # nats per quantisation step of a stored log S
 LOG_LEVELS = 255             # the steps a uint8 holds: log S down to -15.9 nats
+# The file shipped beside the bundled model (`python -m karukan_engine.training ngram` writes it).
+BUNDLED = Path(__file__).resolve().parent.parent / "data" / "model" / "char-5gram.npz"
 
 
 class CharNgramError(ValueError):

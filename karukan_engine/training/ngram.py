@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from karukan_engine.lm.char_ngram import ALPHA, ORDER, CharNgram
+from karukan_engine.lm.char_ngram import ALPHA, BUNDLED, ORDER, CharNgram
 from karukan_engine.training.paths import PACKAGE_MODEL_DIR, work_dir
 
-NGRAM_FILE = "char-5gram.npz"
+NGRAM_FILE = BUNDLED.name
 TRAINING_PARTS = ("chat", "tatoeba", "wikipedia", "aozora")
 HELD_OUT_PARTS = ("chat_heldout", "gimp-help-ja", "gnome-user-docs-ja")   # never read here
 MAX_CHARS = 30_000_000
@@ -86,7 +86,7 @@ def build(work: Path, max_chars: int = MAX_CHARS, order: int = ORDER,
 
 def build_ngram(model_dir: Path = PACKAGE_MODEL_DIR, min_count: int = MIN_COUNT,
                 max_chars: int = MAX_CHARS, force: bool = False) -> Path:
-    """Count, prune and write model_dir/char-5gram.npz (skipped when it exists, unless force)."""
+    """Count, prune and write model_dir/NGRAM_FILE (skipped when it exists, unless force)."""
     out = Path(model_dir) / NGRAM_FILE
     if out.exists() and not force:
         print(f"{out.name} exists; --force rebuilds it")

@@ -86,6 +86,25 @@ def live_conversion_off(desktop: HeadlessDesktop) -> None:
     config.write_text("[session]\nlive_conversion = false\n", encoding="utf-8")
 
 
+def start_ibus_forwarding_to_a_gated_service(desktop: HeadlessDesktop) -> None:
+    """A session bus and ibus-daemon with Karukan's forwarding engine, whose engine service (D-Bus
+    activated) may start only once the test creates the gate file; the engine holds keys
+    meanwhile, with no fallback in the test's time. The gate goes into the environment before
+    the bus starts: activated services get the bus daemon's environment."""
+    from ime_frontend.ibus.component import component_xml
+    from ime_frontend.install import python_command
+
+    desktop.env["KARUKAN_TEST_START_GATE"] = str(desktop.root / "engine-may-start")
+    desktop.env["KARUKAN_IBUS_STARTUP_MS"] = "300000"   # this is about holding, not falling back
+    desktop.start_session_bus()
+    karukan(desktop, "install", "--user", "--no-fcitx5", "--no-ibus", "--no-model")  # D-Bus activation
+    components = desktop.root / "components"
+    components.mkdir()
+    exec_line = " ".join(python_command("ime_frontend.ibus", "--ibus", "--no-model", "--backend", "service"))
+    (components / "karukan.xml").write_text(component_xml(exec_line))
+    desktop.start_ibus([components])
+
+
 async def settled_candidates(app, round_trip) -> list[str]:
     """The suggestion list once the last key's own list has arrived: the key's reply shows the
     earlier list's entries that still fit, the new list follows; wait until two looks agree.

@@ -16,14 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from e2e_support import karukan, live_conversion_off, need
+from e2e_support import karukan, live_conversion_off, need, start_ibus_forwarding_to_a_gated_service
 from gtk_support import (SENTENCE_KEYS, WORD, commit_later_word_without_secret, held_then_converted,
                          need_gtk, raw_romaji_seen, ready_in, type_word)
 from karukan_testing.gtk_client import GtkClient
 from karukan_testing.headless import HeadlessDesktop
 from karukan_testing.panel_probe import PanelProbe
-from ime_frontend.ibus.component import component_xml
-from ime_frontend.install import python_command
 
 
 
@@ -154,16 +152,8 @@ def cold_gtk_ibus():
     need_gtk("ibus")
     with HeadlessDesktop() as desktop:
         live_conversion_off(desktop)
-        desktop.env["KARUKAN_TEST_START_GATE"] = str(desktop.root / "engine-may-start")
-        desktop.env["KARUKAN_IBUS_STARTUP_MS"] = "300000"   # this is about holding, not falling back
-        desktop.start_session_bus()
         desktop.start_xvfb()
-        karukan(desktop, "install", "--user", "--no-fcitx5", "--no-ibus", "--no-model")  # D-Bus activation
-        components = desktop.root / "components"
-        components.mkdir()
-        exec_line = " ".join(python_command("ime_frontend.ibus", "--ibus", "--no-model", "--backend", "service"))
-        (components / "karukan.xml").write_text(component_xml(exec_line))
-        desktop.start_ibus([components])
+        start_ibus_forwarding_to_a_gated_service(desktop)
         gtk = GtkClient(desktop, "ibus")
         gtk.focus("text")
         select_karukan(desktop)

@@ -15,11 +15,10 @@ import signal
 import pytest
 from dbus_fast.errors import DBusError
 
-from e2e_support import engine_pids, eventually, karukan, live_conversion_off, need, run
+from e2e_support import (engine_pids, eventually, live_conversion_off, need, run,
+                          start_ibus_forwarding_to_a_gated_service)
 from karukan_testing.app_clients import IBusApp
 from karukan_testing.headless import HeadlessDesktop
-from ime_frontend.ibus.component import component_xml
-from ime_frontend.install import python_command
 
 SPACE, RETURN = 0x20, 0xFF0D
 
@@ -29,15 +28,7 @@ def forwarding_desktop():
     need("ibus-daemon", "dbus-daemon")
     with HeadlessDesktop() as desktop:
         live_conversion_off(desktop)
-        desktop.env["KARUKAN_TEST_START_GATE"] = str(desktop.root / "engine-may-start")
-        desktop.env["KARUKAN_IBUS_STARTUP_MS"] = "300000"   # this is about holding, not falling back
-        desktop.start_session_bus()
-        karukan(desktop, "install", "--user", "--no-fcitx5", "--no-ibus", "--no-model")  # D-Bus activation
-        components = desktop.root / "components"
-        components.mkdir()
-        exec_line = " ".join(python_command("ime_frontend.ibus", "--ibus", "--no-model", "--backend", "service"))
-        (components / "karukan.xml").write_text(component_xml(exec_line))
-        desktop.start_ibus([components])
+        start_ibus_forwarding_to_a_gated_service(desktop)
         yield desktop
 
 
