@@ -470,8 +470,10 @@ class FusedConverter:
         """One explicit conversion once the model is loaded (engine service, on a thread of its
         own): it creates the model's contexts and measures every Space stage, so the user's
         first Space is planned from timings instead of trying every stage cold."""
-        if not self.wait_for_model() or (self.ngram is not None and not self.ngram.settle()):
+        if not self.wait_for_model():
             return
+        if self.ngram is not None:
+            self.ngram.settle()   # loaded or failed: either way the ranking is what Space will get
         try:
             self.candidates(ConversionRequest(WARM_UP_READING), self.settings.num_candidates)
         except Exception as exc:  # never the engine's problem: the first Space measures instead
