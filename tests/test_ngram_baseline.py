@@ -1,5 +1,6 @@
-"""karukan_engine/lm/char_ngram.py (via examples/ngram_baseline.py): character n-gram counting and stupid-backoff scores on tiny made-up
-text, checked by hand and against a plain-Python reference; the rerank and the lambda fit."""
+"""Character n-gram counting and stupid-backoff scores (karukan_engine/lm/char_ngram.py) on tiny
+made-up text, checked by hand and against a plain-Python reference; examples/ngram_baseline.py's
+rerank and lambda fit."""
 
 import importlib.util
 import json
