@@ -50,6 +50,7 @@ DEV_SETS = ("mozc_evaluation.tsv", "anthy_corpus.tsv", "anthy_context.jsonl")
 DOCS_SET = "docs_heldout"
 HELDOUT_SETS = ("wac_test", "chat_heldout")
 NO_CONTEXT = " (no context)"
+SYSTEMS = ("model", "fused-rerank", "fused-verify")   # each compared with the dictionary
 def sample(items: list[EvalItem], limit: int) -> list[EvalItem]:
     step = max(1, len(items) // max(1, limit))
     return items[::step][:limit]
@@ -204,7 +205,14 @@ def main() -> int:
     parser.add_argument("--try-weights", action="append", default=[], metavar="K=V,...",
                         help="a point the fit tries besides its grid, e.g. "
                              "lattice=1.2,nll=0.6,nll_total=0.07,unaligned=2 (repeatable)")
+    parser.add_argument("--sets", nargs="*", metavar="NAME",
+                        help="score only these sets (and their no-context copies); not with --fit, "
+                             "which fits on every set")
+    parser.add_argument("--systems", nargs="*", choices=SYSTEMS, default=list(SYSTEMS),
+                        help="systems to score besides the dictionary (default: all)")
     args = parser.parse_args()
+    if args.sets and args.fit:
+        parser.error("--sets leaves dev sets out, and the fit must see every set")
 
     from karukan_engine.neural.converter import NeuralConverter
 
@@ -214,6 +222,11 @@ def main() -> int:
     # Every item gets the whole model pass: figures must not depend on this machine's speed.
     settings = replace(ConversionSettings().for_model(model_id), space_budget_ms=math.inf)
     sets = with_no_context(load_sets(args.dev, args.limit, docs=not args.no_docs))
+    if args.sets:
+        unknown = set(args.sets) - set(sets)
+        if unknown:
+            parser.error(f"no such set: {', '.join(sorted(unknown))} (have: {', '.join(sets)})")
+        sets = {name: items for name, items in sets.items() if name.removesuffix(NO_CONTEXT) in args.sets}
 
     def dictionary_top(item: EvalItem) -> list[str]:
         return [c.surface for c in base.candidates(request_of(item), N_CANDIDATES)]
@@ -243,10 +256,12 @@ def main() -> int:
     results: dict = {}
     for set_name, items in sets.items():
         held_out = items[1::2]
-        runs = {"dictionary": timed(held_out, dictionary_top),
-                "model": timed(held_out, lambda it: [c.surface for c in neural.candidates(request_of(it), N_CANDIDATES)])}
+        runs = {"dictionary": timed(held_out, dictionary_top)}
+        if "model" in args.systems:
+            runs["model"] = timed(held_out, lambda it: [c.surface for c in neural.candidates(request_of(it), N_CANDIDATES)])
         for system, fused in (("fused-rerank", rerank), ("fused-verify", verify)):
-            runs[system] = timed(held_out, lambda it, f=fused: [c.surface for c in f.candidates(request_of(it), N_CANDIDATES)])
+            if system in args.systems:
+                runs[system] = timed(held_out, lambda it, f=fused: [c.surface for c in f.candidates(request_of(it), N_CANDIDATES)])
         for system, run in runs.items():
             summary = row(held_out, run, runs["dictionary"] if system != "dictionary" else None)
             results.setdefault(set_name, {})[system] = summary

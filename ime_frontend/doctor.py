@@ -225,7 +225,7 @@ def ngram_check(path: Path | None = None) -> Check:
     except CharNgramError as exc:
         return Check("character n-gram", False, f"{exc} (the ranking goes on without it)")
     stored = sum(model.distinct()[k] for k in range(2, model.order + 1))
-    return Check("character n-gram", True, f"order {model.order}, {stored:,} n-grams")
+    return Check("character n-gram", True, f"order {model.order}, {model.smoothing}, {stored:,} n-grams")
 
 
 def run_doctor() -> tuple[list[Check], bool]:

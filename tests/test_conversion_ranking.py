@@ -231,7 +231,7 @@ def test_a_gate_no_candidate_exceeds_is_no_gate(items, w, n):
 
 
 def test_the_ngram_score_can_pick_the_common_spelling():
-    # Same path cost and no model NLL: the n-gram's log S decides between homophones.
+    # Same path cost and no model NLL: the n-gram's log P decides between homophones.
     items = [ev("機械を", cost=4000), replace(ev("機会を", cost=4000), lm=-3.0)]
     items[0] = replace(items[0], lm=-9.0)
     weights = FusionWeights(lattice=1.0, nll=0.0, ngram=0.1)

@@ -1,6 +1,7 @@
-"""Character n-gram counting and stupid-backoff scores (karukan_engine/lm/char_ngram.py) on tiny
-made-up text, checked by hand and against a plain-Python reference; examples/ngram_baseline.py's
-rerank and lambda fit."""
+"""Character n-gram counting and stupid-backoff scores, the baseline's smoothing
+(karukan_engine/lm/char_ngram.py), on tiny made-up text, checked by hand and against a
+plain-Python reference; examples/ngram_baseline.py's rerank and lambda fit. Kneser-Ney, which
+ships, is checked in tests/test_char_ngram.py."""
 
 import importlib.util
 import json
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from karukan_engine.evaluation.metrics import EvalItem
-from karukan_engine.lm.char_ngram import CharNgram
+from karukan_engine.lm.char_ngram import STUPID, CharNgram
 from karukan_engine.training import ngram as ngram_stage
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,7 +76,7 @@ def reference_score(sentences, text, context="", order=5, alpha=ALPHA):
 
 
 def test_scores_by_hand():
-    model = CharNgram.count(["今日は晴れ", "今日は雨", "明日は晴れ"])
+    model = CharNgram.count(["今日は晴れ", "今日は雨", "明日は晴れ"], smoothing=STUPID)
     # S(今 | B) = 2/3, then 日 and は always follow: log 2/3.
     assert model.score("今日は") == pytest.approx(math.log(2 / 3))
     # After B今日は: 晴 once and 雨 once.
@@ -89,7 +90,7 @@ def test_scores_by_hand():
 
 
 def test_seen_continuation_beats_unseen_one():
-    model = CharNgram.count(["機会があれば行きます", "機械を直します", "機会を待つ"])
+    model = CharNgram.count(["機会があれば行きます", "機械を直します", "機会を待つ"], smoothing=STUPID)
     assert model.score("機会", "また") > model.score("機械", "また")
     assert model.score("機械を直", "") > model.score("機会を直", "")
     # Context matters: が follows 機会, never 機械.
@@ -97,7 +98,7 @@ def test_seen_continuation_beats_unseen_one():
 
 
 def test_start_of_text_is_a_context_of_its_own():
-    model = CharNgram.count(["あい", "うあ", "うあ", "うあ"])
+    model = CharNgram.count(["あい", "うあ", "うあ", "うあ"], smoothing=STUPID)
     # あ mostly follows う inside a sentence, but a text starting with あ starts like あい.
     assert model.score("い", "あ") == pytest.approx(0.0)        # B あ → い
     assert model.score("あ") == pytest.approx(math.log(1 / 4))  # S(あ | B) = 1/4
@@ -105,14 +106,14 @@ def test_start_of_text_is_a_context_of_its_own():
 
 
 def test_nfkc_and_newlines():
-    model = CharNgram.count(["ＡＢＣ", "abc"])
+    model = CharNgram.count(["ＡＢＣ", "abc"], smoothing=STUPID)
     assert model.score("ABC") == model.score("ＡＢＣ")
     # A newline in the context is a sentence start.
     assert model.score("A", "xyz\n") == pytest.approx(model.score("A"))
 
 
 def test_vocabulary_cap_maps_rare_characters_to_unk():
-    model = CharNgram.count(["ああああい", "あう"], max_vocabulary=1)
+    model = CharNgram.count(["ああああい", "あう"], max_vocabulary=1, smoothing=STUPID)
     assert len(model.chars) == 1
     assert model.score("あい") == model.score("あう")   # い and う are both UNK
     assert np.isfinite(model.score("猫"))
@@ -126,7 +127,7 @@ sentence = st.text(alphabet, min_size=0, max_size=8)
 @given(st.lists(sentence, min_size=1, max_size=6), st.text(st.sampled_from("ab日z"), max_size=6),
        st.text(st.sampled_from("ab本z\n"), max_size=6), st.integers(1, 5))
 def test_matches_the_plain_python_reference(sentences, text, context, order):
-    model = CharNgram.count(sentences, order=order)
+    model = CharNgram.count(sentences, order=order, smoothing=STUPID)
     assert model.score(text, context) == pytest.approx(
         reference_score(sentences, text, context, order=order), rel=1e-9, abs=1e-12)
 
@@ -135,7 +136,7 @@ def test_matches_the_plain_python_reference(sentences, text, context, order):
 @given(st.lists(sentence, min_size=1, max_size=6), st.lists(st.tuples(st.text(max_size=6), st.text(max_size=6)),
                                                              max_size=5))
 def test_scores_are_sane(sentences, pairs):
-    model = CharNgram.count(sentences)
+    model = CharNgram.count(sentences, smoothing=STUPID)
     scores = model.score_many(pairs)
     assert np.all(np.isfinite(scores)) and np.all(scores <= 1e-12)   # every S is in (0, 1]
     assert list(scores) == pytest.approx([model.score(t, c) for t, c in pairs])
@@ -155,8 +156,8 @@ def test_adding_a_sentence_with_new_histories_never_lowers_its_score(sentences, 
     its histories were never seen: each then continues only as in the sentence (S = 1). With
     seen histories stupid backoff may lower it (next test), so that is all we claim."""
     fresh = "猫犬鳥" + extra   # 猫犬鳥 never occurs in `sentences`
-    before = CharNgram.count(sentences + ["x"])
-    after = CharNgram.count(sentences + ["x", fresh])
+    before = CharNgram.count(sentences + ["x"], smoothing=STUPID)
+    after = CharNgram.count(sentences + ["x", fresh], smoothing=STUPID)
     assert after.score(fresh) >= before.score(fresh)
     if len(set(fresh)) == len(fresh):   # no repeated character: no history inside it repeats
         assert after.score(fresh[1:], fresh[0]) == pytest.approx(0.0)
@@ -166,8 +167,8 @@ def test_adding_a_sentence_can_lower_its_own_score_under_stupid_backoff():
     """Why "more text never lowers a sentence's score" is not a property of this model: for b
     after a, the backed-off α²·S(b) (about 0.032) exceeds the first count, 1 / 101."""
     sentences = ["ac"] * 100 + ["b"] * 100
-    before = CharNgram.count(sentences).score("ab")
-    after = CharNgram.count(sentences + ["ab"]).score("ab")
+    before = CharNgram.count(sentences, smoothing=STUPID).score("ab")
+    after = CharNgram.count(sentences + ["ab"], smoothing=STUPID).score("ab")
     assert after < before
 
 

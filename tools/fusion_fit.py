@@ -31,10 +31,10 @@ GRID = {
     "lattice": (0.5, 1.0, 2.0, 4.0),
     "nll": (0.0, 0.25),
     "nll_total": (0.0, 0.025, 0.05, 0.1),
-    "ngram": (0.0, 0.05, 0.1, 0.15),
+    "ngram": (0.0, 0.05, 0.1, 0.15, 0.25, 0.4),
     "unaligned": (2.0, 8.0),
     "confident_nll": (None, 0.05),
-    "margin": (0.0, 0.5, 1.0),
+    "margin": (0.0, 0.5, 1.0, 2.0),
 }
 # No say for the model: every candidate scores the same, so the pool keeps the dictionary's order.
 NO_MODEL_SAY = FusionWeights(lattice=0.0, nll=0.0, learning=1.0, unaligned=0.0)

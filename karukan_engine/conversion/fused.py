@@ -191,7 +191,7 @@ class FusedConverter:
         return rank(evidence, len(reading), weights)[0].surface
 
     def ngram_scores(self, context: str, surfaces: Sequence[str]) -> list[float | None]:
-        """The n-gram's log S of each surface after the context; None while it loads, when it
+        """The n-gram's log P of each surface after the context; None while it loads, when it
         failed to, or without one (build_fused_converter gives one only when the weights use it)."""
         handle = self.ngram
         if handle is None or not handle.ready():

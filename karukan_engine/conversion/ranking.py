@@ -2,7 +2,7 @@
 
 Each candidate carries the evidence gathered for it: the dictionary path cost of its surface
 (constrained lattice; None when the dictionary cannot produce it), the model's NLL per surface
-character (None without a model), the character n-gram's log S of the surface after the left
+character (None without a model), the character n-gram's log P of the surface after the left
 context (None without one), and the learning score. Lower scores rank first.
 Transliteration variants ([全]カタカナ …) are not ranked: they stay at the end, in their order.
 """

@@ -24,7 +24,7 @@ class FusionWeights:
     score = lattice * (path cost / 1000 per reading char)
           + nll * (model NLL per surface char)
           + nll_total * (model NLL of the whole surface)
-          - ngram * (character n-gram log S of the surface after the left context)
+          - ngram * (character n-gram log P of the surface after the left context)
           - learning * (learning score)
           + unaligned  (when the dictionary cannot produce the surface at all)
     """
@@ -59,17 +59,17 @@ class FusionWeights:
 
 # Weights fitted for a model by `examples/fused_quality.py --fit` (even rows of the dev sets),
 # used when the config sets no [conversion.weights]. Models not listed get FusionWeights().
-# karukan-bundled (2.6 M, general-domain corpus, 195 minutes) with its character 5-gram: grid
-# over lattice, NLL, whole-surface NLL, n-gram, unaligned, gate and margin, no dev set allowed
-# to lose; on 1,079 fit rows of six dev sets the best point fixes 55 rows and breaks 21
-# (one-sided p < 0.001). The held-out rows per set: docs/benchmarks.md "Quality".
+# karukan-bundled (2.6 M, general-domain corpus, 195 minutes) with its Kneser-Ney character
+# 5-gram: grid over lattice, NLL, whole-surface NLL, n-gram, unaligned, gate and margin, no dev
+# set allowed to lose; on 1,079 fit rows of six dev sets the best point fixes 52 rows and breaks
+# 15 (one-sided p < 0.001). The held-out rows per set: docs/benchmarks.md "Quality".
 # Space budgets (ms) per model, used when the config sets no space_budget_ms: the bundled model
 # must keep Space p95 within 150 ms on 2 cores (issue #12); a downloaded model's beam and NLL
 # pass take 0.7-2 s there (README "Models") and are what its users downloaded it for.
 SPACE_BUDGETS: dict[str, float] = {"karukan-bundled": 100.0}
 FITTED_WEIGHTS: dict[str, FusionWeights] = {
-    "karukan-bundled": FusionWeights(lattice=2.0, nll=0.0, learning=1.0, unaligned=8.0, nll_total=0.05,
-                                     ngram=0.1, margin=0.5),
+    "karukan-bundled": FusionWeights(lattice=2.0, nll=0.25, learning=1.0, unaligned=8.0, nll_total=0.0,
+                                     ngram=0.25, margin=1.0),
 }
 
 

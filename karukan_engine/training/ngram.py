@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from karukan_engine.lm.char_ngram import ALPHA, BUNDLED, ORDER, CharNgram
+from karukan_engine.lm.char_ngram import ALPHA, BUNDLED, KNESER_NEY, ORDER, CharNgram
 from karukan_engine.training.paths import PACKAGE_MODEL_DIR, work_dir
 
 NGRAM_FILE = BUNDLED.name
@@ -69,14 +69,14 @@ def capped(parts: dict[str, list[str]], max_chars: int) -> tuple[list[str], dict
     return chosen, used
 
 
-def build(work: Path, max_chars: int = MAX_CHARS, order: int = ORDER,
+def build(work: Path, max_chars: int = MAX_CHARS, order: int = ORDER, smoothing: str = KNESER_NEY,
           alpha: float = ALPHA) -> tuple[CharNgram, BuildStats, dict]:
-    """The exact counts over the training text, with what was read."""
+    """The exact counts over the training text, smoothed, with what was read."""
     started = time.perf_counter()
     sentences, used = capped(part_sentences(work), max_chars)
     if not sentences:
         raise FileNotFoundError(f"no training text under {work / 'corpus'}: run the corpus stage first")
-    model = CharNgram.count(sentences, order, alpha)
+    model = CharNgram.count(sentences, order, smoothing, alpha)
     stats = BuildStats(sentences=len(sentences), characters=sum(used.values()),
                        vocabulary=len(model.chars), ngrams=model.distinct(),
                        seconds=time.perf_counter() - started,
@@ -95,7 +95,7 @@ def build_ngram(model_dir: Path = PACKAGE_MODEL_DIR, min_count: int = MIN_COUNT,
     pruned = model.pruned(min_count)
     out.parent.mkdir(parents=True, exist_ok=True)
     pruned.save(out)
-    print(f"{ORDER}-gram over {stats.characters:,} characters ({', '.join(f'{k} {v:,}' for k, v in used.items())}); "
+    print(f"{ORDER}-gram ({pruned.smoothing}) over {stats.characters:,} characters ({', '.join(f'{k} {v:,}' for k, v in used.items())}); "
           f"{stats.vocabulary:,} characters; n-grams {stats.ngrams} -> kept (count >= {min_count}) "
           f"{pruned.distinct()}; {out.stat().st_size / 1e6:.1f} MB; {stats.seconds:.1f} s")
     return out
