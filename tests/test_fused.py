@@ -149,6 +149,18 @@ def test_learning_beats_the_model_in_live_conversion(fused):
     assert fused.live(req("きょう")) == "京"
 
 
+def test_a_learned_word_inside_a_chunk_does_not_freeze_its_live_text(fused, base):
+    """Only a choice for exactly the chunk's reading beats the model: a path that holds a
+    learned word is marked learned too, and once let every such chunk keep the dictionary's
+    text (with a week's learning, nearly every chunk)."""
+    fused.record([("ですね", "ですね")])
+    top = base.candidates(req("いいてんきですね"), 1)[0]
+    assert top.source == "learning" and top.surface.endswith("ですね")   # the path holds the learned word
+    assert fused._learned_best("いいてんきですね", "") is None
+    fused.record([("いいてんきですね", "いい天気ですね")])
+    assert fused._learned_best("いいてんきですね", "") == "いい天気ですね"
+
+
 def test_explicit_candidates_merge_model_and_dictionary(fused, model, base):
     reading = READINGS[0]
     got = fused.candidates(req(reading), 30)

@@ -213,11 +213,12 @@ class FusedConverter:
         return min(self.settings.max_new_tokens, len(reading) + 8)
 
     def _learned_best(self, reading: str, context: str) -> str | None:
-        """What the user chose for exactly this reading before wins over the model."""
-        top = self.base.candidates(ConversionRequest(reading, context), 1)
-        if top and top[0].source == Source.LEARNING:
-            return top[0].surface
-        return None
+        """What the user chose for exactly this reading before wins over the model. A path that
+        merely holds a learned word is the lattice's guess like any other: were it to win too,
+        every chunk with a word the user once chose would keep the dictionary's text."""
+        request = ConversionRequest(reading, context)
+        top = self.base.candidates(request, 1)
+        return top[0].surface if self._chosen_before(request, top) else None
 
     # --- explicit conversion -----------------------------------------------------------------
 
