@@ -261,6 +261,15 @@ def test_a_newer_key_stops_a_preparation_between_stages(system, model, tmp_path,
     assert "score_many" not in after_beam       # the NLL pass after the beam never ran
 
 
+def test_the_beam_stops_at_its_next_step_when_asked(model):
+    asked = []
+    full = model.beam("かいぎのしりょうをおくります", beam=3, max_new=12)
+    cut = model.beam("かいぎのしりょうをおくります", beam=3, max_new=12,
+                     should_stop=lambda: asked.append(1) or True)
+    assert asked == [1]                          # asked once, before the first step after the prompt
+    assert all(len(g.token_ids) <= 1 for g in cut) and any(len(g.token_ids) > 1 for g in full)
+
+
 def test_more_urgent_work_stops_a_preparation(system, model, tmp_path):
     fused = fused_converter(system, model, tmp_path)
     ctx = JobContext(1, 1, Priority.PREPARE, None, _outranked=lambda: True)

@@ -65,9 +65,14 @@ ALIGNMENT_CACHE = 4096
 LIVE_NBEST = 5
 # Whole-reading candidates cut into each segment's alternatives (each costs one alignment).
 OTHER_CANDIDATES_SPLIT = 5
-# How long a Space waits for the preparation of its own conversion that is still running when
-# no Space budget applies (the preparation does exactly Space's work, so waiting never costs
-# more than starting over; this only bounds a stuck one).
+# How long a Space waits for the preparation of its own conversion that is still running: this
+# share of its Space budget, then it converts within what is left of the budget. The whole
+# budget was too long: on a loaded 2-core machine a preparation (all of the model work) took
+# ~400 ms, and Spaces 150 ms after the last key waited out their 100 ms for it, then converted
+# lean: 136 ms p50 against 70 without preparing (docs/benchmarks.md, "Space prepared while the
+# user pauses"). Without a budget the preparation does exactly Space's work, so waiting never
+# costs more than starting over; the cap only bounds a stuck one.
+PREPARED_WAIT_SHARE = 0.4
 PREPARED_WAIT_CAP_S = 5.0
 # The full plan: all of explicit conversion's model work (a preparation has no key waiting).
 FULL_PLAN = Option("beam")
@@ -303,11 +308,29 @@ class FusedConverter:
         if beam:
             _checkpoint(stop)
             started = time.perf_counter()
-            texts += [g.text for g in model.beam(tail, context, beam=self.settings.beam_width,
-                                                  max_new=self.max_new_for(tail))]
-            if timed:
+            if stop is None:
+                texts += [g.text for g in model.beam(tail, context, beam=self.settings.beam_width,
+                                                      max_new=self.max_new_for(tail))]
                 self.timings.observe(SPACE_BEAM, time.perf_counter() - started, len(tail))
+            else:
+                texts += self._stoppable_beam(model, tail, context, stop)
         return [Candidate(head + text, source=Source.MODEL) for text in texts if _presentable(text)]
+
+    def _stoppable_beam(self, model, tail: str, context: str, stop: Callable[[], bool]) -> list[str]:
+        """A preparation's beam, checked at every step: one cut short ends the preparation
+        (scheduler.Cancelled), so a kept conversion always has the whole beam."""
+        stopped = False
+
+        def should_stop() -> bool:
+            nonlocal stopped
+            stopped = stopped or stop()
+            return stopped
+
+        found = model.beam(tail, context, beam=self.settings.beam_width, max_new=self.max_new_for(tail),
+                           should_stop=should_stop)
+        if stopped:
+            raise Cancelled()
+        return [g.text for g in found]
 
     def _reranked(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate],
                   n: int, started: float | None = None,
@@ -466,10 +489,10 @@ class FusedConverter:
             self.prepared.abandon(preparation)   # no-op once finished
 
     def _prepared_wait_s(self) -> float:
-        """How long Space waits for its preparation still under way: its own budget (then it
-        converts within what is left, as without one), or the cap when it has none."""
+        """How long Space waits for its preparation still under way: a share of its budget
+        (then it converts within what is left), or the cap when it has none."""
         budget = self.settings.space_budget_ms / 1000.0
-        return budget if math.isfinite(budget) else PREPARED_WAIT_CAP_S
+        return PREPARED_WAIT_SHARE * budget if math.isfinite(budget) else PREPARED_WAIT_CAP_S
 
     def segments_for(self, request: ConversionRequest, best: Candidate,
                      others: Sequence[Candidate] = (), stop: Callable[[], bool] | None = None) -> list[Segment]:

@@ -54,12 +54,12 @@ LiveDelivery = Callable[["LiveUpdate | SuggestionUpdate"], None]
 # A key typed meanwhile supersedes the wait, so fast typing costs no search at all.
 SUGGESTION_DELAY_S = 0.010
 
-# Space's conversion is prepared once the user paused this long after a key (on top of the time
-# the reply takes): a key typed sooner supersedes it unrun. Typing at 8-12 keys/s leaves
-# 80-130 ms between keys, and most of those gaps end in the next key, not in Space: shorter, and
-# every key would start a preparation only to stop it (docs/benchmarks.md, "Space prepared while
-# the user pauses").
-PREPARE_DELAY_S = 0.060
+# Space's conversion is prepared once the user paused this long after a key's reply: a key
+# typed sooner supersedes it unrun. At 10 keys/s (100 ms between keys) this starts almost none;
+# at 60 ms, typing replays started one after most keys only to stop it at the next, which took
+# 25-35 ms of CPU per key instead of 5-7 and raised live refinement's p95 by about 10 ms (past
+# its 50 ms budget with 4 sessions) (docs/benchmarks.md, "Space prepared while the user pauses").
+PREPARE_DELAY_S = 0.100
 
 # The model's ranking of a suggestion list gives up past this (the list shown meanwhile is the
 # dictionary's; the bundled model scores the pool in about 10–80 ms on a loaded 2-core machine).
