@@ -57,8 +57,8 @@ SUGGESTION_DELAY_S = 0.010
 # Space's conversion is prepared once the user paused this long after a key's reply: a key
 # typed sooner supersedes it unrun. At 10 keys/s (100 ms between keys) this starts almost none;
 # at 60 ms, typing replays started one after most keys only to stop it at the next, which took
-# 25-35 ms of CPU per key instead of 5-7 and raised live refinement's p95 by about 10 ms (past
-# its 50 ms budget with 4 sessions) (docs/benchmarks.md, "Space prepared while the user pauses").
+# 25-40 ms of CPU per key instead of 4-11 and raised live refinement's p95 by 10-30 ms, past its
+# 50 ms budget (docs/benchmarks.md, "Space prepared while the user pauses").
 PREPARE_DELAY_S = 0.100
 
 # The model's ranking of a suggestion list gives up past this (the list shown meanwhile is the
