@@ -20,6 +20,11 @@ unprivileged --user (create it first: `useradd -m mozcuser`).
 
     python examples/gtk_latency.py [--engines karukan-ibus,mozc-ibus,karukan-fcitx5]
                                    [--repeats 3] [--no-model] [--settle-s 10] [--json out.json]
+                                   [--quiet-ms 150] [--no-prepare]
+
+--quiet-ms sets how long the preedit must be still before Space (the user's pause);
+--no-prepare gives Karukan `[conversion] prepare_space = false` (its config file in the
+desktop's private XDG_CONFIG_HOME), so Space is not prepared during that pause.
 """
 
 from __future__ import annotations
@@ -105,8 +110,12 @@ def select_fcitx5_karukan(desktop: HeadlessDesktop) -> None:
     raise SystemExit("fcitx5 never switched to karukan")
 
 
-def start(engine: str, desktop: HeadlessDesktop, use_model: bool) -> GtkClient:
+def start(engine: str, desktop: HeadlessDesktop, use_model: bool, prepare: bool = True) -> GtkClient:
     model = [] if use_model else ["--no-model"]
+    if engine != "mozc-ibus" and not prepare:
+        config = Path(desktop.env["XDG_CONFIG_HOME"]) / "karukan/config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text("[conversion]\nprepare_space = false\n")
     if engine != "mozc-ibus":
         desktop.start_session_bus()
     desktop.start_xvfb()
@@ -187,14 +196,14 @@ def latencies(timings: dict) -> list[tuple[int, float]]:
     return out
 
 
-def measure(gtk: GtkClient, repeats: int) -> dict:
+def measure(gtk: GtkClient, repeats: int, quiet_s: float = QUIET_BEFORE_SPACE_S) -> dict:
     typing, space, missed = [], [], 0
     gtk.command("timings")                       # forget the warm-up
     for _ in range(repeats):
         for sentence in SENTENCES:
             for ch in sentence:
                 missed += not press(gtk, ch)
-            wait_until_quiet(gtk)
+            wait_until_quiet(gtk, quiet_s)
             missed += not press(gtk, "space")
             timed = latencies(gtk.command("timings"))
             typing += [ms for _k, ms in timed[:-1]]
@@ -213,6 +222,9 @@ def main() -> int:
     parser.add_argument("--no-model", action="store_true", help="Karukan without the model")
     parser.add_argument("--settle-s", type=float, default=10.0,
                         help="wait after the engine first answers, before timing (model loading)")
+    parser.add_argument("--quiet-ms", type=float, default=QUIET_BEFORE_SPACE_S * 1000,
+                        help="how long the preedit is still before Space (the pause)")
+    parser.add_argument("--no-prepare", action="store_true", help="Karukan with [conversion] prepare_space = false")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     missing = gtk_missing()
@@ -223,9 +235,9 @@ def main() -> int:
     for engine in args.engines.split(","):
         user = args.user if engine == "mozc-ibus" and os.geteuid() == 0 else None
         with HeadlessDesktop(user=user) as desktop:
-            gtk = start(engine, desktop, not args.no_model)
+            gtk = start(engine, desktop, not args.no_model, not args.no_prepare)
             time.sleep(args.settle_s)
-            results[engine] = measure(gtk, args.repeats)
+            results[engine] = measure(gtk, args.repeats, args.quiet_ms / 1000.0)
             gtk.close()
         print(f"{engine}: done", file=sys.stderr)
     print(f"{'engine':<16} {'typing p50':>11} {'p95':>8} {'n':>5}   {'Space p50':>10} {'p95':>8} {'n':>4}  missed")
@@ -236,7 +248,8 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps({
             "benchmark": "gtk_latency", "repeats": args.repeats, "sentences": SENTENCES,
-            "model": not args.no_model, "settle_s": args.settle_s, "load": os.getloadavg(), "cpus": os.cpu_count(),
+            "model": not args.no_model, "prepare_space": not args.no_prepare, "quiet_ms": args.quiet_ms,
+            "settle_s": args.settle_s, "load": os.getloadavg(), "cpus": os.cpu_count(),
             "python": platform.python_version(), "results": results,
         }, indent=2))
     return 0

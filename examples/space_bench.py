@@ -13,6 +13,13 @@ files are never read or written).
     python examples/space_bench.py                         # table on stdout
     python examples/space_bench.py --sentences 80 --json space.json
     python examples/space_bench.py --profile space.prof    # cProfile of the model's Space calls
+    python examples/space_bench.py --pause-ms 0,150,300    # as the engine runs it, pausing before Space
+    python examples/space_bench.py --pause-ms 150 --no-prepare   # the same pause, nothing prepared
+
+With --pause-ms the session is attached to a LiveService as in the engine (live refinement,
+suggestions and the preparation of Space's conversion on its scheduler), and Space comes that
+long after the last key; with several pauses the sentences take them in turn (each sentence
+is still converted once). "prepared" counts the Spaces answered from a preparation.
 
 Wall time includes whatever else the machine runs; thread CPU time is the session thread's own
 work, steadier on a busy machine. --profile prints the 25 costliest calls (cumulative) and writes
@@ -40,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from karukan_engine.config import Config, LearningSettings  # noqa: E402
 from karukan_engine.conversion.factory import ConverterOptions  # noqa: E402
 from karukan_engine.conversion.fused import build_fused_converter  # noqa: E402
+from karukan_engine.conversion.live_service import LiveLink, LiveService  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from karukan_engine.dictionary.learning import LearningStore  # noqa: E402
 from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
@@ -73,13 +81,14 @@ def pick_sentences(count: int) -> list[tuple[str, str]]:
     return chosen
 
 
-def converters(history: Path, use_model: bool):
+def converters(history: Path, use_model: bool, prepare: bool = True):
     """(name, converter) for the dictionary alone and, unless told not to, the bundled model."""
     system = SystemDictionary()
     yield "dictionary", LatticeConverter(system, None, LearningStore(history / "dictionary.json"))
     if use_model:
         base = LatticeConverter(system, None, LearningStore(history / "model.json"))
-        options = ConverterOptions(conversion=ConversionSettings())   # fitted weights, not the user's config
+        # fitted weights, not the user's config
+        options = ConverterOptions(conversion=ConversionSettings(prepare_space=prepare))
         fused = build_fused_converter(base, options)
         if fused is base:
             print("no bundled model: dictionary only", file=sys.stderr)
@@ -87,12 +96,24 @@ def converters(history: Path, use_model: bool):
         yield "bundled model", fused
 
 
-def run(converter, sentences: list[tuple[str, str]], profiler: cProfile.Profile | None) -> dict:
+def run(converter, sentences: list[tuple[str, str]], profiler: cProfile.Profile | None,
+        pauses: list[float | None]) -> dict:
+    """{pause: figures}; sentence i is converted after pauses[i % len(pauses)]."""
     session = Session(converter, Config(learning=LearningSettings(enabled=False)))
-    wall, cpu, converted = [], [], 0
-    for _reading, keys in sentences:
+    service = None
+    if pauses != [None]:
+        service = LiveService(converter)
+        session.attach_live(LiveLink(service, 1, lambda update: None))
+    preparing = service is not None and service.converter is converter   # the fused converter
+    samples = {pause: ([], [], [0], [0]) for pause in pauses}   # wall, cpu, converted, prepared
+    for index, (_reading, keys) in enumerate(sentences):
+        pause = pauses[index % len(pauses)]
+        wall, cpu, converted, prepared = samples[pause]
         for _, keysym, mods in parse_keys(keys):
             session.process_key(keysym, mods)
+        if pause:
+            time.sleep(pause)
+        hits = converter.prepared.hits if preparing else 0
         started, started_cpu = time.perf_counter(), time.thread_time()
         if profiler is not None:
             profiler.enable()
@@ -101,12 +122,21 @@ def run(converter, sentences: list[tuple[str, str]], profiler: cProfile.Profile 
             profiler.disable()
         cpu.append((time.thread_time() - started_cpu) * 1000)
         wall.append((time.perf_counter() - started) * 1000)
-        converted += session.state is State.CONVERSION and view.candidates is not None
+        converted[0] += session.state is State.CONVERSION and view.candidates is not None
+        if preparing:
+            prepared[0] += converter.prepared.hits - hits
         session.process_key(RETURN)
-    return {"n": len(wall), "converted": converted,
-            "wall_p50_ms": round(statistics.median(wall), 2), "wall_p95_ms": round(percentile(wall, 0.95), 2),
-            "cpu_p50_ms": round(statistics.median(cpu), 2), "cpu_p95_ms": round(percentile(cpu, 0.95), 2),
-            "cpu_mean_ms": round(statistics.mean(cpu), 2)}
+        if service is not None:
+            service.scheduler.idle(30)   # the next sentence starts with no work left over
+    if service is not None:
+        service.shutdown()
+    return {pause: {"n": len(wall), "converted": converted[0],
+                    "pause_ms": None if pause is None else round(pause * 1000),
+                    "prepared": prepared[0] if preparing else None,
+                    "wall_p50_ms": round(statistics.median(wall), 2), "wall_p95_ms": round(percentile(wall, 0.95), 2),
+                    "cpu_p50_ms": round(statistics.median(cpu), 2), "cpu_p95_ms": round(percentile(cpu, 0.95), 2),
+                    "cpu_mean_ms": round(statistics.mean(cpu), 2)}
+            for pause, (wall, cpu, converted, prepared) in samples.items() if wall}
 
 
 def main() -> int:
@@ -114,17 +144,23 @@ def main() -> int:
     parser.add_argument("--sentences", type=int, default=60)
     parser.add_argument("--no-model", action="store_true", help="the dictionary converter only")
     parser.add_argument("--profile", type=Path, help="cProfile the model's Space calls into this file")
+    parser.add_argument("--pause-ms", help="comma-separated pauses before Space, through a LiveService")
+    parser.add_argument("--no-prepare", action="store_true", help="[conversion] prepare_space = false")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     sentences = pick_sentences(args.sentences)
+    pauses = [None] if args.pause_ms is None else [float(p) / 1000.0 for p in args.pause_ms.split(",")]
     results = {}
     with tempfile.TemporaryDirectory(prefix="space-bench-") as history:
-        for name, converter in converters(Path(history), not args.no_model):
+        for name, converter in converters(Path(history), not args.no_model, not args.no_prepare):
             if name != "dictionary":
                 converter.wait_for_model()
+                if converter.ngram is not None:
+                    converter.ngram.settle()
             profiler = cProfile.Profile() if args.profile and name != "dictionary" else None
             try:
-                results[name] = run(converter, sentences, profiler)
+                for pause, figures in run(converter, sentences, profiler, pauses).items():
+                    results[name if pause is None else f"{name}, pause {pause * 1000:g} ms"] = figures
             finally:
                 converter.close()
             if profiler is not None:
@@ -134,13 +170,15 @@ def main() -> int:
                 print(out.getvalue(), file=sys.stderr)
     kana = statistics.mean(len(reading) for reading, _ in sentences)
     print(f"{len(sentences)} sentences, {kana:.1f} kana on average; Space, ms")
-    print(f"{'converter':<14} {'n':>4} {'wall p50':>9} {'p95':>7} {'cpu p50':>8} {'p95':>7} {'mean':>7}")
+    print(f"{'converter':<24} {'n':>4} {'wall p50':>9} {'p95':>7} {'cpu p50':>8} {'p95':>7} {'mean':>7} {'prepared':>8}")
     for name, r in results.items():
-        print(f"{name:<14} {r['n']:>4} {r['wall_p50_ms']:>9} {r['wall_p95_ms']:>7} "
-              f"{r['cpu_p50_ms']:>8} {r['cpu_p95_ms']:>7} {r['cpu_mean_ms']:>7}")
+        print(f"{name:<24} {r['n']:>4} {r['wall_p50_ms']:>9} {r['wall_p95_ms']:>7} "
+              f"{r['cpu_p50_ms']:>8} {r['cpu_p95_ms']:>7} {r['cpu_mean_ms']:>7} "
+              f"{'-' if r['prepared'] is None else r['prepared']:>8}")
     if args.json:
         args.json.write_text(json.dumps({
             "benchmark": "space_bench", "sentences": len(sentences), "kana_mean": round(kana, 2),
+            "prepare_space": not args.no_prepare,
             "load": os.getloadavg(),
             "cpus": os.cpu_count(), "python": platform.python_version(), "results": results,
         }, indent=2))

@@ -11,9 +11,13 @@ keys at the same instants (the worst case: N keys queue behind each other). Per 
   stale   updates delivered after a newer key's preedit was shown (must be 0)
   CPU     process CPU time per key (all threads)
   batch   greedy conversions per llama batch (sessions decoded together; needs --workers > 1)
+  prep    with --prepare-ms: Space's conversion prepared after each key once that long passed
+          without a newer key (as the engine's context host starts it); how many finished and
+          how many a newer key (or more urgent work) stopped
 
     python examples/typing_replay_bench.py --random-shape gpt2-26m --json out.json
     python examples/typing_replay_bench.py --model karukan-bundled --sessions 1,4
+    python examples/typing_replay_bench.py --model karukan-bundled --prepare-ms 70   # with preparation
 
 --random-shape writes a model with random weights in a real model's shape (speed does not
 depend on the weights). Its outputs mean nothing (it may stop at once or never), so every greedy
@@ -26,6 +30,8 @@ tools/build_mimic_models.py (the published shapes, vocabularies and Q5_K_M quant
 from __future__ import annotations
 
 import argparse
+import heapq
+import itertools
 import json
 import os
 import sys
@@ -75,6 +81,42 @@ def pick_sentences(path: Path, count: int, table: RomajiTable) -> list[tuple[str
     return chosen
 
 
+class Deferrer:
+    """Runs callables after a delay on one thread, as the context host's event loop does."""
+
+    def __init__(self) -> None:
+        self._queue: list = []
+        self._order = itertools.count()
+        self._wake = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def after(self, seconds: float, work) -> None:
+        with self._wake:
+            heapq.heappush(self._queue, (time.perf_counter() + seconds, next(self._order), work))
+            self._wake.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._closed and (not self._queue or self._queue[0][0] > time.perf_counter()):
+                    self._wake.wait(None if not self._queue else self._queue[0][0] - time.perf_counter())
+                if self._closed:
+                    return
+                _, _, work = heapq.heappop(self._queue)
+            try:
+                work()
+            except RuntimeError:   # the scheduler has shut down
+                pass
+
+    def close(self) -> None:
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
+        self._thread.join()
+
+
 class Recorder:
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -99,7 +141,8 @@ class Recorder:
 
 
 def replay_session(service: LiveService, recorder: Recorder, session: int,
-                   sentences: list[tuple[str, str]], interval: float, start: float) -> None:
+                   sentences: list[tuple[str, str]], interval: float, start: float,
+                   deferrer: Deferrer | None = None, prepare_s: float = 0.0) -> None:
     key_id = 0
     left = ""
     slot = 0
@@ -120,6 +163,8 @@ def replay_session(service: LiveService, recorder: Recorder, session: int,
             text = service.key(session, epoch, request,
                                partial(recorder.on_refined, service.scheduler, session, key_id))
             elapsed = time.perf_counter() - t0
+            if deferrer is not None:
+                deferrer.after(prepare_s, partial(service.prepare_for, session, epoch, request, delay_s=0.0))
             with recorder.lock:
                 recorder.first.append(elapsed)
                 recorder.shown[session] = key_id
@@ -130,10 +175,11 @@ def replay_session(service: LiveService, recorder: Recorder, session: int,
 
 
 def run(converter_factory, sentences, sessions: int, interval: float, workers: int, per_count: int,
-        aligned: bool = False) -> dict:
+        aligned: bool = False, prepare_s: float | None = None) -> dict:
     converter = converter_factory()
     service = LiveService(converter, Scheduler(workers=workers), deliver_unchanged=True)
     recorder = Recorder()
+    deferrer = Deferrer() if prepare_s is not None else None
     # Different sessions type different sentences (wrapping around when there are too few).
     per = max(1, len(sentences) // sessions)
     per_session = [[sentences[(i * per + k) % len(sentences)] for k in range(per_count)]
@@ -143,12 +189,16 @@ def run(converter_factory, sentences, sessions: int, interval: float, workers: i
     start = time.perf_counter() + 0.05
     threads = [threading.Thread(target=replay_session,
                                 args=(service, recorder, i, per_session[i], interval,
-                                      start + (0.0 if aligned else i * interval / sessions)))
+                                      start + (0.0 if aligned else i * interval / sessions),
+                                      deferrer, prepare_s or 0.0))
                for i in range(sessions)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    if deferrer is not None:
+        time.sleep((prepare_s or 0.0) + 0.05)   # the last keys' preparations start
+        deferrer.close()
     service.scheduler.idle(120)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     stats = service.scheduler.stats
@@ -173,6 +223,9 @@ def run(converter_factory, sentences, sessions: int, interval: float, workers: i
         "greedy_jobs": jobs,
         "jobs_per_batch": round(jobs / batches, 2) if batches else None,
         "wall_s": round(wall, 2),
+        "prepare_ms": None if prepare_s is None else round(1000 * prepare_s),
+        "prepared_finished": converter.prepared.finished,
+        "prepared_stopped": converter.prepared.abandoned,
     }
 
 
@@ -211,6 +264,8 @@ def main() -> int:
                         help="with --random-shape: tokens generated per chunk conversion")
     parser.add_argument("--aligned", action="store_true",
                         help="paced sessions press their keys at the same instants (worst case)")
+    parser.add_argument("--prepare-ms", type=float, default=None,
+                        help="prepare Space's conversion this long after each key (default: never)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
 
@@ -237,24 +292,29 @@ def main() -> int:
 
     results = []
     header = (f"{'sessions':>8} {'mode':>11} {'keys':>5} {'first p50':>9} {'p95':>7} "
-              f"{'refined p50':>11} {'p95':>7} {'refined':>7} {'stale':>5} {'CPU ms/key':>10} {'batch':>5}")
+              f"{'refined p50':>11} {'p95':>7} {'refined':>7} {'stale':>5} {'CPU ms/key':>10} {'batch':>5} {'prep':>9}")
+    prepare_s = None if args.prepare_ms is None else args.prepare_ms / 1000.0
     print(f"model: {model_name}; budget {args.budget_ms:g} ms; {args.workers} worker(s); "
-          f"{os.cpu_count()} CPUs; {args.sentences} sentences per session")
+          f"{os.cpu_count()} CPUs; {args.sentences} sentences per session; "
+          + ("no preparation" if prepare_s is None else f"Space prepared {args.prepare_ms:g} ms after a key"))
     print(header)
     for sessions in (int(s) for s in args.sessions.split(",")):
         for mode in args.modes.split(","):
             interval = 1.0 / args.rate if mode == "paced" else 0.0
-            r = run(factory, sentences, sessions, interval, args.workers, args.sentences, args.aligned)
+            r = run(factory, sentences, sessions, interval, args.workers, args.sentences, args.aligned,
+                    prepare_s)
             results.append(r)
             fmt = lambda v, digits=1: "-" if v is None else f"{v:.{digits}f}"  # noqa: E731
             print(f"{r['sessions']:>8} {r['mode']:>11} {r['keys']:>5} {fmt(r['first_p50_ms']):>9} "
                   f"{fmt(r['first_p95_ms']):>7} {fmt(r['refined_p50_ms']):>11} {fmt(r['refined_p95_ms']):>7} "
                   f"{r['refined']:>7} {r['stale_share']:>5.2f} {r['cpu_ms_per_key']:>10.1f} "
-                  f"{fmt(r['jobs_per_batch'], 2):>5}", flush=True)
+                  f"{fmt(r['jobs_per_batch'], 2):>5} "
+                  f"{r['prepared_finished']:>4}/{r['prepared_stopped']:<4}", flush=True)
     if args.json:
         payload = {"model": model_name, "random_weights": bool(args.random_shape or args.random_weights),
                    "budget_ms": args.budget_ms, "workers": args.workers, "threads": args.threads,
-                   "cpus": os.cpu_count(), "results": results}
+                   "cpus": os.cpu_count(), "load": os.getloadavg(), "prepare_ms": args.prepare_ms,
+                   "results": results}
         args.json.write_text(json.dumps(payload, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return 0
 

@@ -62,14 +62,15 @@ class ContextHost:
         self._on_update = on_update
         self._live = live
         self._tasks: set[asyncio.Task] = set()
-        # Work the session's live link deferred during a call (suggestion requests): started
-        # from the loop once the call's view is back, so it never competes with the call.
-        self._deferred: list[tuple[int, Callable[[], None]]] = []
+        # Work the session's live link deferred during a call (suggestion requests, Space's
+        # preparation): started from the loop once the call's view is back, so it never competes
+        # with the call. (epoch, work, at least this long after the reply)
+        self._deferred: list[tuple[int, Callable[[], None], float]] = []
         self.closed = False
         self.last_used = time.monotonic()   # when a call last started or ended (eviction order)
         if live is not None:
             session.attach_live(LiveLink(live, context_id, self.deliver,
-                                         lambda epoch, work: self._deferred.append((epoch, work))))
+                                         lambda epoch, work, after_s: self._deferred.append((epoch, work, after_s))))
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> View:
         """Run fn(session, *args) on the worker; return the session's view afterwards."""
@@ -85,8 +86,8 @@ class ContextHost:
     def _start_deferred(self) -> None:
         # Later than the reply: the frontend sends it as soon as this call returns.
         while self._deferred:
-            epoch, work = self._deferred.pop(0)
-            self._loop.call_later(SUGGESTION_DELAY_S, self._run_deferred, epoch, work, 0)
+            epoch, work, after_s = self._deferred.pop(0)
+            self._loop.call_later(max(SUGGESTION_DELAY_S, after_s), self._run_deferred, epoch, work, 0)
 
     def _run_deferred(self, epoch: int, work: Callable[[], None], postponed: int) -> None:
         if self.closed or self._live is None or self._live.scheduler.epoch(self.context_id) != epoch:

@@ -114,3 +114,9 @@ class SuggestingConverter(ScriptedConverter):
     def refined_suggestions(self, request: ConversionRequest, n: int = 6,
                             ctx: JobContext | None = None) -> list[Candidate] | None:
         return None   # no model
+
+    def can_prepare(self) -> bool:
+        return False   # no model: Space is as cheap as it gets
+
+    def prepare(self, request: ConversionRequest, ctx: JobContext | None = None) -> bool:
+        return False

@@ -312,6 +312,12 @@ class GatedModelConverter(PlainConverter):
                             ctx: JobContext | None = None) -> list[Candidate] | None:
         return None
 
+    def can_prepare(self) -> bool:
+        return False
+
+    def prepare(self, request: ConversionRequest, ctx: JobContext | None = None) -> bool:
+        return False
+
     def model_started(self, reading: str) -> bool:
         return self.started.setdefault(reading, threading.Event()).wait(TIMEOUT_S)
 

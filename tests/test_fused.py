@@ -180,7 +180,7 @@ def test_without_a_model_say_the_model_runs_only_when_its_candidates_can_show(ba
     full = never.candidates(req(reading), 10)
     calls = []
     real = never.model_candidates
-    monkeypatch.setattr(never, "model_candidates", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(never, "model_candidates", lambda *a, **kw: calls.append(a) or real(*a, **kw))
     # The dictionary's candidates fill the places asked for: the model cannot show there.
     assert never.candidates(req(reading), len(dictionary)) == full[:len(dictionary)] and not calls
     # More places than the dictionary fills: the model's candidates follow its, as before.

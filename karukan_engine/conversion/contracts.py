@@ -8,7 +8,8 @@ fake named there implements its protocols with the same signatures, so drift fai
     Persistent           save() now, close() at exit: user data reaches the disk
     EngineConverter      a converter a process owns: Converter + Persistent
     DictionaryConverter  the dictionary layer under the fusion: + learning, dictionary
-    LiveConverter        the fused pipeline: + live_quick / live_refined / model_ready, suggestions
+    LiveConverter        the fused pipeline: + live_quick / live_refined / model_ready, suggestions,
+                         can_prepare / prepare (Space's conversion computed while the user pauses)
     ModelSource          what a ModelSlot waits on: a model loading in the background
 """
 
@@ -52,6 +53,11 @@ class DictionaryConverter(EngineConverter, Protocol):
     learning: LearningStore | None
     dictionary: SystemDictionary | None
 
+    def data_version(self) -> tuple[int, ...]:
+        """Changes whenever the user's data changed (learning, user dictionary, also on disk):
+        a conversion kept from before is then out of date."""
+        ...
+
 
 @runtime_checkable
 class LiveConverter(EngineConverter, Protocol):
@@ -84,6 +90,17 @@ class LiveConverter(EngineConverter, Protocol):
                             ctx: JobContext | None = None) -> list[Candidate] | None:
         """The completions with a model's view of them, or None (no model, nothing it would
         change, over budget, or ctx cancelled); runs after suggestions, on a scheduler worker."""
+        ...
+
+    def can_prepare(self) -> bool:
+        """True when prepare() would compute something Space can use (a model is ready and
+        preparing is on); LiveService schedules no preparation otherwise."""
+        ...
+
+    def prepare(self, request: ConversionRequest, ctx: JobContext | None = None) -> bool:
+        """Compute what convert(request) will return and keep it for that call; runs on a
+        scheduler worker and stops between stages when ctx is superseded or outranked. True
+        when the conversion is ready."""
         ...
 
 

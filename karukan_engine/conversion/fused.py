@@ -11,6 +11,10 @@
 - The best candidate is aligned back to dictionary words (align.py) so segments, per-segment
   candidates, resizing and learning keep working. Each segment's list is built when it is first
   read (LazyCandidates): Space shows one segment's list, not all of them.
+- Prepared Space: `prepare` computes the explicit conversion on a scheduler worker while the
+  user pauses, with all of the model work, and keeps it (prepared.py) under a key naming what it
+  depends on; `convert` answers from it when the key matches. Stages check a stop callback in
+  between (`_checkpoint`), so a newer key or more urgent work ends a preparation early.
 Without a model (missing, still loading, failed) every call is the base converter's.
 """
 
@@ -24,7 +28,7 @@ import unicodedata
 from collections import OrderedDict
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from karukan_engine.conversion.align import Aligner, Alignment
 from karukan_engine.conversion.cache import ConversionCache
@@ -33,8 +37,9 @@ from karukan_engine.conversion.contracts import DictionaryConverter, EngineConve
 from karukan_engine.conversion.deadline import BudgetChooser, Option, StageTimings
 from karukan_engine.conversion.live import ChunkedLive
 from karukan_engine.conversion.model_slot import ModelSlot
+from karukan_engine.conversion.prepared import PreparedConversions
 from karukan_engine.conversion.ranking import Evidence, rank
-from karukan_engine.conversion.scheduler import JobContext
+from karukan_engine.conversion.scheduler import Cancelled, JobContext
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import DICTIONARY_LIMIT, blended, learned_completions, model_pool, suggestions
 from karukan_engine.core.candidates import unique_surfaces
@@ -60,6 +65,17 @@ ALIGNMENT_CACHE = 4096
 LIVE_NBEST = 5
 # Whole-reading candidates cut into each segment's alternatives (each costs one alignment).
 OTHER_CANDIDATES_SPLIT = 5
+# How long a Space waits for the preparation of its own conversion that is still running: this
+# share of its Space budget, then it converts within what is left of the budget. The whole
+# budget was too long: on a loaded 2-core machine a preparation (all of the model work) took
+# ~400 ms, and Spaces 150 ms after the last key waited out their 100 ms for it, then converted
+# lean: 136 ms p50 against 70 without preparing (docs/benchmarks.md, "Space prepared while the
+# user pauses"). Without a budget the preparation does exactly Space's work, so waiting never
+# costs more than starting over; the cap only bounds a stuck one.
+PREPARED_WAIT_SHARE = 0.4
+PREPARED_WAIT_CAP_S = 5.0
+# The full plan: all of explicit conversion's model work (a preparation has no key waiting).
+FULL_PLAN = Option("beam")
 
 
 class FusedConverter:
@@ -81,6 +97,7 @@ class FusedConverter:
         self.chooser = BudgetChooser(self.timings)
         self._alignments: OrderedDict[tuple[str, str], Alignment | None] = OrderedDict()
         self._alignments_lock = threading.Lock()
+        self.prepared = PreparedConversions()
 
     # --- models ------------------------------------------------------------------------------
 
@@ -223,9 +240,16 @@ class FusedConverter:
     # --- explicit conversion -----------------------------------------------------------------
 
     def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
+        return self._candidates(request, n)
+
+    def _candidates(self, request: ConversionRequest, n: int, started: float | None = None,
+                    stop: Callable[[], bool] | None = None) -> list[Candidate]:
+        """started: when the conversion began (perf_counter), for the Space budget. stop: a
+        preparation's check between stages (it also means the full plan, untimed, and a model
+        error raised instead of answered by the dictionary)."""
         if n <= 0:
             return []
-        started = time.perf_counter()
+        started = time.perf_counter() if started is None else started
         base = self.base.candidates(request, max(n, self.settings.lattice_nbest))
         slots = self.ready_slots()
         if not slots or not request.reading:
@@ -234,7 +258,8 @@ class FusedConverter:
         try:
             if self.settings.scheme == "verify" and self.aligner is not None:
                 return self._verified(slots[0], request, base)[:n]
-            ranked = self._reranked(slots[0], model, request, base, n, started)
+            _checkpoint(stop)
+            ranked = self._reranked(slots[0], model, request, base, n, started, stop)
             if self._chosen_before(request, base):
                 # the user's last choice for exactly this reading (after this context, if one was
                 # made there) leads, whatever the weights (as in live conversion and the verify
@@ -242,6 +267,8 @@ class FusedConverter:
                 ranked = unique_surfaces([base[0], *ranked])
             return ranked[:n]
         except NeuralError as exc:
+            if stop is not None:
+                raise   # a preparation keeps nothing; Space tries for itself
             log.warning("model conversion failed: %s", type(exc).__name__)
             return base[:n]
 
@@ -251,11 +278,14 @@ class FusedConverter:
                     and base[0].surface in learning.lookup(request.reading, request.left_context))
 
     def model_candidates(self, slot: ModelSlot, model, request: ConversionRequest,
-                         beam: bool = True, greedy: bool = True) -> list[Candidate]:
+                         beam: bool = True, greedy: bool = True,
+                         stop: Callable[[], bool] | None = None) -> list[Candidate]:
         """The model's greedy and (with `beam`) beam outputs for the trailing chunk (earlier
         chunks keep their live text). Unarbitrated: the ranking weighs them, so the pool is the
         same whatever the weights (examples/fused_quality.py fits the weights on one gathered
-        pool). greedy False: the greedy text only if it was decoded lately (typing did)."""
+        pool). greedy False: the greedy text only if it was decoded lately (typing did).
+        stop: a preparation's check (greedy steps and between stages); its timings are not
+        Space's, so they are not recorded."""
         chunks = split_chunks(request.reading, self.settings.chunk_limits)
         if not chunks or not chunks[-1].japanese:
             return []
@@ -266,36 +296,61 @@ class FusedConverter:
             head = self.live(ConversionRequest(head_reading, request.left_context)) if head_reading else ""
         tail = chunks[-1].text
         context = chunk_left_context(request.left_context, [head], self.settings.context_chars)
+        timed = stop is None
+        _checkpoint(stop)
         if greedy:
             started = time.perf_counter()
-            found = slot.greedy(tail, context, self.max_new_for(tail))
-            if not slot.last_call_atypical():
+            found = slot.greedy(tail, context, self.max_new_for(tail), None, stop)
+            if timed and not slot.last_call_atypical():
                 self.timings.observe(SPACE_GREEDY, time.perf_counter() - started, len(tail))
         else:
             found = slot.remembered_greedy(tail, context, self.max_new_for(tail))
         texts = [found.text] if found is not None else []
         if beam:
+            _checkpoint(stop)
             started = time.perf_counter()
-            texts += [g.text for g in model.beam(tail, context, beam=self.settings.beam_width,
-                                                  max_new=self.max_new_for(tail))]
-            self.timings.observe(SPACE_BEAM, time.perf_counter() - started, len(tail))
+            if stop is None:
+                texts += [g.text for g in model.beam(tail, context, beam=self.settings.beam_width,
+                                                      max_new=self.max_new_for(tail))]
+                self.timings.observe(SPACE_BEAM, time.perf_counter() - started, len(tail))
+            else:
+                texts += self._stoppable_beam(model, tail, context, stop)
         return [Candidate(head + text, source=Source.MODEL) for text in texts if _presentable(text)]
 
+    def _stoppable_beam(self, model, tail: str, context: str, stop: Callable[[], bool]) -> list[str]:
+        """A preparation's beam, checked at every step: one cut short ends the preparation
+        (scheduler.Cancelled), so a kept conversion always has the whole beam."""
+        stopped = False
+
+        def should_stop() -> bool:
+            nonlocal stopped
+            stopped = stopped or stop()
+            return stopped
+
+        found = model.beam(tail, context, beam=self.settings.beam_width, max_new=self.max_new_for(tail),
+                           should_stop=should_stop)
+        if stopped:
+            raise Cancelled()
+        return [g.text for g in found]
+
     def _reranked(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate],
-                  n: int, started: float | None = None) -> list[Candidate]:
-        """started: when the conversion began (perf_counter), for the Space budget; None: now."""
+                  n: int, started: float | None = None,
+                  stop: Callable[[], bool] | None = None) -> list[Candidate]:
+        """started: when the conversion began (perf_counter), for the Space budget; None: now.
+        stop: a preparation's check; it takes the full plan, whatever the budget."""
         if self.model_never_wins():
             # Only learning and the pool's order can count: skip the NLL pass and alignments,
             # and the model's candidates too when the dictionary's fill the n shown before them.
             shown = unique_surfaces(c for c in base if c.source != Source.VARIANT)
-            extra = [] if len(shown) >= n else self.model_candidates(slot, model, request)
+            extra = [] if len(shown) >= n else self.model_candidates(slot, model, request, stop=stop)
             evidence = [Evidence(c, learning=_learning(c)) for c in unique_surfaces(base + extra)]
         else:
-            plan = self._space_plan(slot, request, base, time.perf_counter() if started is None else started)
+            plan = FULL_PLAN if stop is not None else self._space_plan(
+                slot, request, base, time.perf_counter() if started is None else started)
             extra = self.model_candidates(slot, model, request, beam=plan.name == "beam",
-                                          greedy=plan.name != "lean")
+                                          greedy=plan.name != "lean", stop=stop)
             evidence = self._weigh(model, request, unique_surfaces(base + extra),
-                                   score=plan.name in ("beam", "score"))
+                                   score=plan.name in ("beam", "score"), stop=stop)
         return rank(evidence, len(request.reading), self.settings.weights)
 
     def _space_plan(self, slot: ModelSlot, request: ConversionRequest, base: list[Candidate],
@@ -325,19 +380,24 @@ class FusedConverter:
         return self._weigh(model, request, unique_surfaces(base + self.model_candidates(slot, model, request)))
 
     def _weigh(self, model, request: ConversionRequest, pool: list[Candidate],
-               score: bool = True) -> list[Evidence]:
-        """score False: no NLL pass, so no candidate carries the model's NLL (none is favoured)."""
+               score: bool = True, stop: Callable[[], bool] | None = None) -> list[Evidence]:
+        """score False: no NLL pass, so no candidate carries the model's NLL (none is favoured).
+        stop: a preparation's check (untimed, between the NLL pass and each alignment)."""
         ranked = [c for c in pool if c.source != Source.VARIANT]
         surfaces = [c.surface for c in ranked]
         if score:
+            _checkpoint(stop)
             started = time.perf_counter()
             nlls = model.score_many(request.reading, request.left_context, surfaces)
-            self.timings.observe(SPACE_SCORE, time.perf_counter() - started, sum(map(len, surfaces)))
+            if stop is None:
+                self.timings.observe(SPACE_SCORE, time.perf_counter() - started, sum(map(len, surfaces)))
         else:
             nlls = [None] * len(surfaces)
         lms = self.ngram_scores(request.left_context, surfaces)
-        evidence = [Evidence(c, self.path_cost(request.reading, c.surface), nll, _learning(c), lm)
-                    for c, nll, lm in zip(ranked, nlls, lms)]
+        evidence = []
+        for c, nll, lm in zip(ranked, nlls, lms):
+            _checkpoint(stop)
+            evidence.append(Evidence(c, self.path_cost(request.reading, c.surface), nll, _learning(c), lm))
         return evidence + [Evidence(c) for c in pool if c.source == Source.VARIANT]
 
     def _verified(self, slot: ModelSlot, request: ConversionRequest, base: list[Candidate]) -> list[Candidate]:
@@ -373,17 +433,75 @@ class FusedConverter:
     def convert(self, request: ConversionRequest) -> list[Segment]:
         if not request.reading or request.fixed_lengths or not self.ready_slots():
             return self.base.convert(request)
-        ranked = self.candidates(request, self.settings.num_candidates)
+        started = time.perf_counter()
+        prepared = self.prepared.take(self.prepared_key(request), self._prepared_wait_s())
+        if prepared is not None:
+            return prepared
+        return self._converted(request, started)
+
+    def _converted(self, request: ConversionRequest, started: float | None = None,
+                   stop: Callable[[], bool] | None = None) -> list[Segment]:
+        ranked = self._candidates(request, self.settings.num_candidates, started, stop)
         if not ranked:
             return self.base.convert(request)
-        return self.segments_for(request, ranked[0], ranked[1:])
+        return self.segments_for(request, ranked[0], ranked[1:], stop)
+
+    # --- prepared Space ----------------------------------------------------------------------
+
+    def can_prepare(self) -> bool:
+        return self.settings.prepare_space and bool(self.ready_slots())
+
+    def prepared_key(self, request: ConversionRequest) -> tuple:
+        """Everything convert(request) depends on beyond the fixed settings and dictionary: the
+        request, the models ready, whether the n-gram is, and the user's data (a choice learned
+        or a word added since a preparation makes it stale)."""
+        ngram = self.ngram
+        return (request.reading, request.left_context, request.learn,
+                tuple(slot.model_id for slot in self.ready_slots()),
+                ngram is not None and ngram.ready(), self.base.data_version())
+
+    def prepare(self, request: ConversionRequest, ctx: JobContext | None = None) -> bool:
+        """Compute convert(request) with all of the model work (no key is waiting) and keep
+        it for the Space that asks for it. Stops between stages once ctx is superseded (unless
+        that Space is waiting for this very result) or outranked by more urgent work."""
+        if not self.can_prepare() or not request.reading or request.fixed_lengths:
+            return False
+        key = self.prepared_key(request)
+        preparation = self.prepared.start(key)
+        if preparation is None:
+            return True   # prepared already, or under way on another worker
+        stop = preparation.stop(ctx.cancelled if ctx is not None else (lambda: False))
+        outranked = ctx.outranked if ctx is not None else (lambda: False)
+
+        def should_stop() -> bool:
+            return stop() or (outranked() and not preparation.claimed.is_set())
+
+        try:
+            segments = self._converted(request, None, should_stop)
+            if segments:
+                len(segments[0].candidates)   # Space shows the first segment's list: build it now
+            if self.prepared_key(request) != key:
+                return False   # the user's data changed meanwhile: this result may be stale
+            self.prepared.finish(preparation, segments)
+            return True
+        except (Cancelled, NeuralError):
+            return False
+        finally:
+            self.prepared.abandon(preparation)   # no-op once finished
+
+    def _prepared_wait_s(self) -> float:
+        """How long Space waits for its preparation still under way: a share of its budget
+        (then it converts within what is left), or the cap when it has none."""
+        budget = self.settings.space_budget_ms / 1000.0
+        return PREPARED_WAIT_SHARE * budget if math.isfinite(budget) else PREPARED_WAIT_CAP_S
 
     def segments_for(self, request: ConversionRequest, best: Candidate,
-                     others: Sequence[Candidate] = ()) -> list[Segment]:
+                     others: Sequence[Candidate] = (), stop: Callable[[], bool] | None = None) -> list[Segment]:
         """Segments whose first candidates spell `best`, cut where the dictionary would cut.
 
         Each segment's alternatives: the same span of the other whole-reading candidates (where
-        they cut there too), then the lattice's candidates for exactly that span.
+        they cut there too), then the lattice's candidates for exactly that span. stop: a
+        preparation's check between alignments.
         """
         reading = request.reading
         alignment = self.alignment(reading, best.surface)
@@ -396,11 +514,13 @@ class FusedConverter:
         for other in others[:OTHER_CANDIDATES_SPLIT]:
             if other.source == Source.VARIANT:
                 continue
+            _checkpoint(stop)
             cuts = _surface_offsets(self.alignment(reading, other.surface))
             for index, (lo, hi) in enumerate(bounds):
                 if lo in cuts and hi in cuts:
                     alternatives[index].append(Candidate(other.surface[cuts[lo]:cuts[hi]], source=other.source))
         fixed = tuple(len(r) for r, _ in spans)
+        _checkpoint(stop)
         base_segments = self.base.convert(
             ConversionRequest(reading, request.left_context, fixed, request.learn))
         listed = [s.reading for s in base_segments] == [r for r, _ in spans]
@@ -485,6 +605,12 @@ class FusedConverter:
             slot.close()
         # The base (a LatticeConverter) flushes its debounced learning on close.
         self.base.close()
+
+
+def _checkpoint(stop: Callable[[], bool] | None) -> None:
+    """Between stages of a preparation: end it (scheduler.Cancelled) when it should stop."""
+    if stop is not None and stop():
+        raise Cancelled()
 
 
 def _span_bounds(readings: Sequence[str]) -> list[tuple[int, int]]:

@@ -54,6 +54,13 @@ LiveDelivery = Callable[["LiveUpdate | SuggestionUpdate"], None]
 # A key typed meanwhile supersedes the wait, so fast typing costs no search at all.
 SUGGESTION_DELAY_S = 0.010
 
+# Space's conversion is prepared once the user paused this long after a key's reply: a key
+# typed sooner supersedes it unrun. At 10 keys/s (100 ms between keys) this starts almost none;
+# at 60 ms, typing replays started one after most keys only to stop it at the next, which took
+# 25-40 ms of CPU per key instead of 4-11 and raised live refinement's p95 by 10-30 ms, past its
+# 50 ms budget (docs/benchmarks.md, "Space prepared while the user pauses").
+PREPARE_DELAY_S = 0.100
+
 # The model's ranking of a suggestion list gives up past this (the list shown meanwhile is the
 # dictionary's; the bundled model scores the pool in about 10–80 ms on a loaded 2-core machine).
 SUGGESTION_MODEL_BUDGET_S = 0.25
@@ -61,8 +68,9 @@ SUGGESTION_MODEL_BUDGET_S = 0.25
 # Where a link hands work to be started later, off the key's thread: the context host collects
 # it and starts it from its event loop once the key's reply is out (waking a scheduler worker
 # from the session's thread alone cost the key about 0.5 ms, GIL hand-overs). Called with the
-# event's epoch (the work is moot once a newer event began) and the work.
-Deferral = Callable[[int, Callable[[], None]], None]
+# event's epoch (the work is moot once a newer event began), the work, and how long after the
+# reply at least (0: the host's own short delay, as for suggestions).
+Deferral = Callable[[int, Callable[[], None], float], None]
 
 
 class DictionaryOnly:
@@ -93,6 +101,12 @@ class DictionaryOnly:
                             ctx: JobContext | None = None) -> list[Candidate] | None:
         return None   # no model
 
+    def can_prepare(self) -> bool:
+        return False   # the dictionary's Space costs a few ms: nothing worth a worker
+
+    def prepare(self, request: ConversionRequest, ctx: JobContext | None = None) -> bool:
+        return False
+
     # The rest of the contract, handed on.
     def convert(self, request: ConversionRequest) -> list[Segment]:
         return self.converter.convert(request)
@@ -121,10 +135,12 @@ def live_converter(converter: Converter) -> LiveConverter:
 class LiveService:
     def __init__(self, converter: Converter, scheduler: Scheduler | None = None,
                  budget_ms: float | None = None, deliver_unchanged: bool = False,
-                 suggestion_delay_s: float = SUGGESTION_DELAY_S) -> None:
+                 suggestion_delay_s: float = SUGGESTION_DELAY_S,
+                 prepare_delay_s: float = PREPARE_DELAY_S) -> None:
         """deliver_unchanged: also deliver when the model's text equals the quick text
         (benchmarks time every finished refinement; frontends need only changes).
-        suggestion_delay_s: how long after its key suggestion work starts."""
+        suggestion_delay_s / prepare_delay_s: how long after its key suggestion work / the
+        preparation of Space's conversion starts."""
         self.converter = live_converter(converter)
         self.deliver_unchanged = deliver_unchanged
         settings = self.converter.settings
@@ -132,6 +148,7 @@ class LiveService:
         self._own_scheduler = scheduler is None
         self.budget_s = (budget_ms if budget_ms is not None else settings.live_budget_ms) / 1000.0
         self.suggestion_delay_s = suggestion_delay_s
+        self.prepare_delay_s = prepare_delay_s
 
     @property
     def asynchronous(self) -> bool:
@@ -211,6 +228,26 @@ class LiveService:
         self.scheduler.submit(context, Priority.SUGGESTION, work, deliver, epoch=epoch,
                               budget_s=SUGGESTION_MODEL_BUDGET_S)
 
+    def prepare_for(self, context: ContextId, epoch: int, request: ConversionRequest,
+                    delay_s: float | None = None) -> None:
+        """Prepare Space's conversion of `request` for the event `epoch` at the lowest
+        priority, after `delay_s` (default prepare_delay_s) of pause; dropped unrun, or stopped
+        between stages, once a newer event began. Nothing is delivered: the converter keeps the
+        result for its convert()."""
+        if (not request.reading or request.fixed_lengths or self.scheduler.epoch(context) != epoch
+                or not self.converter.can_prepare()):
+            return
+        prepare = self.converter.prepare
+        delay = self.prepare_delay_s if delay_s is None else delay_s
+
+        def work(ctx) -> None:
+            if delay and ctx.wait_cancelled(delay):
+                return None   # the user typed on
+            prepare(request, ctx)
+            return None
+
+        self.scheduler.submit(context, Priority.PREPARE, work, lambda _: None, epoch=epoch)
+
     def call(self, context: ContextId, work: Callable[[], Any], priority: Priority = Priority.EXPLICIT) -> Any:
         """Run `work` on a worker, ahead of lower-priority work of every context, and wait.
 
@@ -267,4 +304,12 @@ class LiveLink:
             self.service.suggest_for(self.context, epoch, request, self.deliver, n)
             return
         self.defer(epoch, lambda: self.service.suggest_for(self.context, epoch, request, self.deliver, n,
-                                                           delay_s=0.0))
+                                                           delay_s=0.0), 0.0)
+
+    def prepare(self, epoch: int, request: ConversionRequest) -> None:
+        """Ask for Space's conversion of `request` to be computed while the user pauses."""
+        if self.defer is None:
+            self.service.prepare_for(self.context, epoch, request)
+            return
+        self.defer(epoch, lambda: self.service.prepare_for(self.context, epoch, request, delay_s=0.0),
+                   self.service.prepare_delay_s)

@@ -32,6 +32,9 @@ class PlainConverter:
             start += length
         return segments
 
+    def data_version(self) -> tuple[int, ...]:
+        return ()   # no user data
+
     def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
         return script_variants(request.reading)[: max(n, 0)]
 

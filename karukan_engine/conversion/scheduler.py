@@ -9,7 +9,9 @@ Rules:
   of an older epoch is never delivered. The epoch check and the delivery happen under
   the context's lock, which `begin_key` also takes, so a result cannot slip out after a newer key
   has been announced.
-- Priorities: EXPLICIT (Space) before LIVE (live conversion) before SUGGESTION.
+- Priorities: EXPLICIT (Space) before LIVE (live conversion) before SUGGESTION before PREPARE
+  (Space's conversion computed ahead while the user pauses). Work that can step aside reads
+  `ctx.outranked()`: a job of a higher priority is waiting for a worker.
 - Fairness: among jobs of the same priority, the context served longest ago goes first.
 - Deadlines: a job may carry a time budget; the work function reads `ctx.remaining()` to decide
   what fits (see deadline.py). A job whose deadline passed before it started is dropped when it
@@ -25,6 +27,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Hashable
 
 log = logging.getLogger(__name__)
@@ -34,6 +37,7 @@ class Priority(enum.IntEnum):
     EXPLICIT = 0
     LIVE = 1
     SUGGESTION = 2
+    PREPARE = 3
 
 
 class Cancelled(Exception):
@@ -48,6 +52,7 @@ class JobContext:
     deadline: float | None      # time.monotonic() value, None = no deadline
     supersedable: bool = True   # False: a newer key neither drops nor cancels this job
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    _outranked: Callable[[], bool] = field(default=lambda: False, repr=False)
 
     def cancelled(self) -> bool:
         return self._cancel.is_set()
@@ -59,6 +64,10 @@ class JobContext:
     def wait_cancelled(self, seconds: float) -> bool:
         """Sleep up to `seconds` (the GIL free), waking early when superseded; True if it was."""
         return self._cancel.wait(seconds)
+
+    def outranked(self) -> bool:
+        """True while a job of a higher priority waits for a worker (every worker is busy)."""
+        return self._outranked()
 
     def remaining(self) -> float:
         if self.deadline is None:
@@ -153,6 +162,7 @@ class Scheduler:
             deadline = None if budget_s is None else time.monotonic() + budget_s
             ctx = JobContext(context, state.epoch if epoch is None else epoch,
                              Priority(priority), deadline, supersedable)
+            ctx._outranked = partial(self._waiting_above, ctx.priority)
             self._pending.append(_Job(ctx, work, deliver, expire_late, next(self._order)))
             self.stats.submitted += 1
             self._lock.notify()
@@ -191,6 +201,10 @@ class Scheduler:
                     return False
                 self._lock.wait(left)
             return True
+
+    def _waiting_above(self, priority: Priority) -> bool:
+        with self._lock:
+            return any(job.ctx.priority < priority for job in self._pending)
 
     # -- workers ---------------------------------------------------------------------------
 

@@ -80,6 +80,9 @@ class ConversionSettings:
     # stage-timing predictor says they fit (docs/conversion.md "Space budget"). math.inf (the
     # default): always, unless SPACE_BUDGETS has a budget for the model.
     space_budget_ms: float = math.inf
+    # Compute Space's conversion while the user pauses, so that Space finds it ready
+    # (docs/conversion.md "Space prepared while the user pauses").
+    prepare_space: bool = True
     chunk_chars: int = 30
     chunk_symbols: int = 1
     chunk_digits: int = 0
@@ -127,6 +130,8 @@ class ConversionSettings:
         if unknown:
             raise ValueError(f"unknown conversion settings: {', '.join(sorted(unknown))}")
         values = dict(table)
+        if "prepare_space" in values and not isinstance(values["prepare_space"], bool):
+            raise ValueError("conversion.prepare_space must be true or false")
         if "weights" in values:
             weights = values["weights"]
             wknown = {f.name for f in fields(FusionWeights)}

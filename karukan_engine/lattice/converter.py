@@ -98,6 +98,11 @@ class LatticeConverter:
             self._cache = None
             self._segment_cache.clear()
 
+    def data_version(self) -> tuple[int, int]:
+        """(user dictionary, learning) versions; the user dictionary is re-read when its file
+        changed."""
+        return self._versions()
+
     # -- analysis ------------------------------------------------------------------------------
     def _versions(self) -> tuple[int, int]:
         if self.user_dictionary is not None:

@@ -11,7 +11,7 @@ makes the early stop exact).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import AbstractSet, Sequence
+from typing import AbstractSet, Callable, Sequence
 
 import numpy as np
 
@@ -105,8 +105,11 @@ class BeamSearcher:
         self._contexts = GrowingContext(model, n_threads)
         self.decoded_tokens = 0  # tokens sent to llama_decode by the last call (for benchmarks)
 
-    def search(self, prompt: Sequence[int], max_new: int, beam: int, stop_ids: AbstractSet[int]) -> list[Hypothesis]:
-        """Best-first hypotheses (at most `beam`); [] when there is nothing to do."""
+    def search(self, prompt: Sequence[int], max_new: int, beam: int, stop_ids: AbstractSet[int],
+               should_stop: Callable[[], bool] | None = None) -> list[Hypothesis]:
+        """Best-first hypotheses (at most `beam`); [] when there is nothing to do.
+        should_stop: asked before each decode step; True ends the search at once with what it
+        has so far (the caller, which asked, knows the result is cut short)."""
         self.decoded_tokens = 0
         if beam <= 0 or max_new <= 0 or not prompt:
             return []
@@ -127,6 +130,8 @@ class BeamSearcher:
                 ctx.seq_rm(0)
             for _ in range(max_new - 1):
                 if not active or converged(finished, active, beam):
+                    break
+                if should_stop is not None and should_stop():
                     break
                 n = len(active)
                 rows = ctx.decode(

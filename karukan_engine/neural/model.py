@@ -11,7 +11,7 @@ import threading
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from karukan_engine.neural.beam import BeamSearcher, Hypothesis, clamp_beam
 from karukan_engine.neural.errors import ModelLoadError, ModelNotFoundError, NeuralError, PromptTooLongError
@@ -136,13 +136,16 @@ class NeuralModel:
         out, logprob, finished = self.greedy_decoder().generate(prompt, self._room(prompt, max_new), self.stop_ids)
         return self._generation(out, logprob, finished)
 
-    def beam(self, reading: str, context: str = "", beam: int = 5, max_new: int = DEFAULT_MAX_NEW) -> list[Generation]:
+    def beam(self, reading: str, context: str = "", beam: int = 5, max_new: int = DEFAULT_MAX_NEW,
+             should_stop: Callable[[], bool] | None = None) -> list[Generation]:
         """Best first, at most clamp(beam, 1, 128) generations; [] for an empty reading,
-        max_new <= 0 or beam <= 0."""
+        max_new <= 0 or beam <= 0. should_stop: checked before each step; True cuts the search
+        short (the caller asked, so it knows the result is incomplete)."""
         if not clean_text(reading).strip() or max_new <= 0 or beam <= 0:
             return []
         prompt = self.prompt_ids(reading, context)
-        hyps: list[Hypothesis] = self._beam_searcher().search(prompt, self._room(prompt, max_new), clamp_beam(beam), self.stop_ids)
+        hyps: list[Hypothesis] = self._beam_searcher().search(prompt, self._room(prompt, max_new), clamp_beam(beam),
+                                                              self.stop_ids, should_stop)
         return [self._generation(h.tokens[:-1] if h.finished else h.tokens, h.score, h.finished) for h in hyps]
 
     def score(self, reading: str, context: str, surface: str) -> float:

@@ -90,6 +90,14 @@ class Composer:
         settled = "".join(u.text for u in self.units)
         return settled[: self.cursor] + self._pending_display() + settled[self.cursor :]
 
+    def flushed_text(self) -> str:
+        """What text() will be after flush(), leaving this composer as it is."""
+        scratch = Composer(self.table, self.settings, self.script,
+                           [Unit(u.text, u.keys, u.group) for u in self.units], self.cursor,
+                           self.pending, self.pending_keys)
+        scratch.flush()
+        return scratch.text()
+
     def caret(self) -> int:
         return self.cursor + len(self._pending_display())
 

@@ -456,6 +456,7 @@ class Session:
         self._live_hidden = False
         self._refresh_live()
         self._refresh_suggestions()
+        self._prepare_conversion()
 
     # ---------------------------------------------------------------- suggestions
 
@@ -531,6 +532,20 @@ class Session:
             return
         chosen: Candidate = items[index]
         self._commit_text(chosen.surface, (self._suggestion_list().learn_pair(chosen),))
+
+    # ---------------------------------------------------------------- prepared Space
+
+    def _prepare_conversion(self) -> None:
+        """After an edit (with a live link): ask for the conversion Space would start now, to be
+        computed off the key path if the user pauses. Not in password fields (nothing is
+        converted there) nor while Space types a space (Latin words)."""
+        link = self._live_link
+        if (link is None or self._password or self._state is not State.COMPOSITION
+                or self._typing_latin()):
+            return
+        reading = reading_of(self._composer.flushed_text())   # what Space converts (it flushes)
+        if reading:
+            link.prepare(self._epoch, self._request(reading))
 
     # ---------------------------------------------------------------- live conversion
 
