@@ -125,6 +125,26 @@ def test_space_with_a_model_say_still_weighs_the_models_candidates(system, model
     assert "model_candidates" in counted.calls and "score_many" in counted.calls
 
 
+def test_an_nll_no_weight_reads_is_never_computed(system, model, tmp_path, monkeypatch):
+    """Weights of the bundled model's shape (lattice and n-gram, no NLL weight, no gate): Space
+    and live text weigh the model's candidates but make no NLL pass, which could change nothing."""
+    from dataclasses import replace
+
+    from karukan_engine.conversion.settings import FusionWeights
+
+    weights = FusionWeights(lattice=2.0, nll=0.0, learning=1.0, unaligned=8.0, nll_total=0.0, ngram=0.1, margin=0.5)
+    fused = fused_converter(system, model, tmp_path, replace(SAY, weights=weights))
+    assert weights.uses_model_score and not weights.uses_nll
+    assert replace(weights, confident_nll=0.05).uses_nll   # the gate reads the NLL
+    counted = ModelCalls(monkeypatch, fused, model)
+    fused.live(ConversionRequest(READINGS[0]))
+    assert "greedy" in counted.calls and "score_many" not in counted.calls
+    session = session_for(fused)
+    keys(session, "kyouhaiitenkidesune<space>")
+    assert session.state is State.CONVERSION
+    assert "model_candidates" in counted.calls and "score_many" not in counted.calls
+
+
 @pytest.fixture(scope="module")
 def eager_lists(system, model, tmp_path_factory):
     """Every reading's segment lists, each read at once in order (what convert gave before its

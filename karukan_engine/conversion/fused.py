@@ -200,7 +200,7 @@ class FusedConverter:
         pool = list(dict.fromkeys(text for text in pool if text))
         if len(pool) == 1:
             return dictionary_text
-        nlls = (model.score_many(reading, context, pool) if weights.uses_model_score and model is not None
+        nlls = (model.score_many(reading, context, pool) if weights.uses_nll and model is not None
                 else [None] * len(pool))
         evidence = [Evidence(Candidate(text, source=Source.MODEL if text == model_text else Source.DICTIONARY),
                              self.path_cost(reading, text), nll, lm=lm)
@@ -350,7 +350,8 @@ class FusedConverter:
             extra = self.model_candidates(slot, model, request, beam=plan.name == "beam",
                                           greedy=plan.name != "lean", stop=stop)
             evidence = self._weigh(model, request, unique_surfaces(base + extra),
-                                   score=plan.name in ("beam", "score"), stop=stop)
+                                   score=plan.name in ("beam", "score") and self.settings.weights.uses_nll,
+                                   stop=stop)
         return rank(evidence, len(request.reading), self.settings.weights)
 
     def _space_plan(self, slot: ModelSlot, request: ConversionRequest, base: list[Candidate],
@@ -360,10 +361,12 @@ class FusedConverter:
         pass ("score"); the greedy text alone ("greedy"); or none of them ("lean": lattice,
         n-gram, learning, and the greedy text only if typing decoded it). Units: reading
         characters of the last chunk (greedy, beam), surface characters scored (NLL pass). A
-        greedy text typing already decoded costs nothing, so it is not counted."""
+        greedy text typing already decoded costs nothing, so it is not counted, nor is an NLL
+        pass whose NLL no weight reads (it is skipped)."""
         chunks = split_chunks(request.reading, self.settings.chunk_limits)
         tail_chars = len(chunks[-1].text) if chunks else 0
-        scored_chars = sum(len(c.surface) for c in base if c.source != Source.VARIANT)
+        scored_chars = (sum(len(c.surface) for c in base if c.source != Source.VARIANT)
+                        if self.settings.weights.uses_nll else 0)   # no NLL pass to pay for
         decoded = len(chunks) == 1 and slot.remembered_greedy(
             chunks[0].text, chunk_left_context(request.left_context, [""], self.settings.context_chars),
             self.max_new_for(chunks[0].text)) is not None
