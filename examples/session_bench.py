@@ -4,7 +4,9 @@
 Types sentences key by key (romaji, then Space to convert and Return to commit) and times every
 process_key call, with the plain kana converter, the dictionary converter (the lattice, no model)
 and the default fused pipeline (dictionary + the bundled model, live conversion synchronous as in
-`karukan keys`; `--no-model` skips it). Nothing here needs the network.
+`karukan keys`; `--no-model` skips it). Nothing here needs the network. The learning history is a
+fresh temporary one: the user's is neither read (its words would change what is timed) nor
+written (the bench commits every sentence it types).
 
     python examples/session_bench.py                 # table on stdout
     python examples/session_bench.py --json out.json --repeats 20
@@ -27,6 +29,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -103,6 +106,12 @@ def fused_converter(model_id: str | None = None, fixed_tokens: int | None = None
 
 
 def main() -> int:
+    with tempfile.TemporaryDirectory() as data_home:
+        os.environ["XDG_DATA_HOME"] = data_home   # a fresh learning history (user_files.data_dir)
+        return run()
+
+
+def run() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=10, help="passes over the sentences (default 10)")
     parser.add_argument("--json", type=Path, help="write the rows and machine info here")
