@@ -210,7 +210,12 @@ def main() -> int:
                              "which fits on every set")
     parser.add_argument("--systems", nargs="*", choices=SYSTEMS, default=list(SYSTEMS),
                         help="systems to score besides the dictionary (default: all)")
+    parser.add_argument("--space-budget-ms", type=float, default=math.inf,
+                        help="the fused systems' Space budget (default: none, all of the model work); "
+                             "a finite one makes the figures depend on this machine's speed")
     args = parser.parse_args()
+    if args.fit and not math.isinf(args.space_budget_ms):
+        parser.error("--fit weighs all of the model work: no --space-budget-ms with it")
     if args.sets and args.fit:
         parser.error("--sets leaves dev sets out, and the fit must see every set")
 
@@ -219,8 +224,9 @@ def main() -> int:
     pipeline = load_pipeline(args)
     dictionary, base, model, model_id, slot = (pipeline.dictionary, pipeline.base, pipeline.model,
                                                pipeline.model_id, pipeline.slot)
-    # Every item gets the whole model pass: figures must not depend on this machine's speed.
-    settings = replace(ConversionSettings().for_model(model_id), space_budget_ms=math.inf)
+    # Every item gets the whole model pass (figures must not depend on this machine's speed),
+    # unless --space-budget-ms asks what an unprepared Space within that budget answers.
+    settings = replace(ConversionSettings().for_model(model_id), space_budget_ms=args.space_budget_ms)
     sets = with_no_context(load_sets(args.dev, args.limit, docs=not args.no_docs))
     if args.sets:
         unknown = set(args.sets) - set(sets)
