@@ -18,3 +18,24 @@ def _private_cache_dir(tmp_path_factory):
         yield
     finally:
         os.environ.pop("XDG_CACHE_HOME", None)
+
+
+# Shared by the fused-pipeline tests (a test module that needs other ones defines its own).
+@pytest.fixture(scope="module")
+def system():
+    """The compiled system dictionary (tests using it skip when it is not built)."""
+    from karukan_engine.dictionary.system import SystemDictionary
+
+    return SystemDictionary()
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """A tiny random-weight GGUF model (karukan_testing.tiny_models), loaded through llama.cpp;
+    modules using it skip first when llama-cpp-python is missing."""
+    from karukan_engine.neural.model import load_model
+    from karukan_testing.tiny_models import TinyModelSpec, write_model_dir
+
+    loaded = load_model(write_model_dir(tmp_path_factory.mktemp("tiny"), TinyModelSpec(seed=3, eos_scale=2.0)))
+    yield loaded
+    loaded.close()

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from karukan_engine.config import Config
 from karukan_engine.dictionary.learning import LearningStore
-from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
+from karukan_engine.dictionary.system import DEFAULT_DIR
 from karukan_engine.kana import to_katakana
 from karukan_engine.lattice.candidate_filter import (
     GUESS_OFFSET,
@@ -34,11 +34,6 @@ from karukan_engine.session.keys_cli import parse_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_dictionary = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
-
-
-@pytest.fixture(scope="module")
-def system():
-    return SystemDictionary()
 
 
 def press(s: Session, keys: str) -> None:

@@ -16,7 +16,7 @@ from karukan_engine.conversion.scheduler import Cancelled, JobContext, Priority 
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from karukan_engine.core.types import ConversionRequest, check_segments  # noqa: E402
 from karukan_engine.dictionary.learning import LearningStore  # noqa: E402
-from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary  # noqa: E402
+from karukan_engine.dictionary.system import DEFAULT_DIR  # noqa: E402
 from karukan_engine.lattice.converter import LatticeConverter  # noqa: E402
 from karukan_engine.neural.background import LoadHandle  # noqa: E402
 from karukan_engine.neural.model import load_model  # noqa: E402
@@ -39,11 +39,6 @@ def model(model_dir):
     m = load_model(model_dir)
     yield m
     m.close()
-
-
-@pytest.fixture(scope="module")
-def system():
-    return SystemDictionary()
 
 
 @pytest.fixture

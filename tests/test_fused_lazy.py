@@ -17,12 +17,10 @@ from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from tools.fusion_fit import NO_MODEL_SAY  # noqa: E402
 from karukan_engine.core.types import ConversionRequest, LazyCandidates, Segment  # noqa: E402
 from karukan_engine.dictionary.learning import LearningStore  # noqa: E402
-from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary  # noqa: E402
+from karukan_engine.dictionary.system import DEFAULT_DIR  # noqa: E402
 from karukan_engine.lattice.converter import LatticeConverter  # noqa: E402
-from karukan_engine.neural.model import load_model  # noqa: E402
 from karukan_engine.session import Session, State  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
-from karukan_testing.tiny_models import TinyModelSpec, write_model_dir  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
 
@@ -31,18 +29,6 @@ READINGS = ["きょうはいいてんきですね", "かいぎのしりょうを
 NO_SAY = ConversionSettings(weights=NO_MODEL_SAY)
 # Default weights: the model's NLL and candidates count.
 SAY = ConversionSettings(chunk_chars=8, space_budget_ms=float("inf"))   # all of the model work, always
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    m = load_model(write_model_dir(tmp_path_factory.mktemp("tiny"), TinyModelSpec(seed=3, eos_scale=2.0)))
-    yield m
-    m.close()
-
-
-@pytest.fixture(scope="module")
-def system():
-    return SystemDictionary()
 
 
 def fused_converter(system, model, tmp_path, conversion: ConversionSettings) -> FusedConverter:

@@ -11,18 +11,13 @@ from hypothesis import strategies as st
 from karukan_engine.config import Config, SessionSettings
 from karukan_engine.core.types import ConversionRequest
 from karukan_engine.dictionary.learning import FREQUENCY_WEIGHT, LearningStore
-from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
+from karukan_engine.dictionary.system import DEFAULT_DIR
 from karukan_engine.lattice.converter import LatticeConverter
 from karukan_engine.session import Session, State
 from karukan_engine.session.keys_cli import parse_keys
 
 pytestmark = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(),
                                 reason="compiled dictionary not built")
-
-
-@pytest.fixture(scope="module")
-def system():
-    return SystemDictionary()
 
 
 def make_converter(system) -> LatticeConverter:

@@ -25,14 +25,12 @@ from karukan_engine.conversion.scheduler import JobContext, Priority  # noqa: E4
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from karukan_engine.core.types import Candidate, ConversionRequest, Segment  # noqa: E402
 from karukan_engine.dictionary.learning import LearningStore  # noqa: E402
-from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary  # noqa: E402
+from karukan_engine.dictionary.system import DEFAULT_DIR  # noqa: E402
 from karukan_engine.dictionary.user_dictionary import UserDictionary  # noqa: E402
 from karukan_engine.lattice.converter import LatticeConverter  # noqa: E402
-from karukan_engine.neural.model import load_model  # noqa: E402
 from karukan_engine.session import Session, State  # noqa: E402
 from karukan_engine.session.field import FieldPrivacy  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
-from karukan_testing.tiny_models import TinyModelSpec, write_model_dir  # noqa: E402
 from session_fakes import SuggestingConverter  # noqa: E402
 from test_fused_lazy import ModelCalls  # noqa: E402
 
@@ -42,18 +40,6 @@ READINGS = ["きょうはいいてんきですね", "かいぎのしりょうを
 # All of the model work whatever the time it takes, so Space's own plan is the preparation's.
 SAY = ConversionSettings(chunk_chars=8, space_budget_ms=float("inf"))
 TIMEOUT_S = 20
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    m = load_model(write_model_dir(tmp_path_factory.mktemp("tiny"), TinyModelSpec(seed=3, eos_scale=2.0)))
-    yield m
-    m.close()
-
-
-@pytest.fixture(scope="module")
-def system():
-    return SystemDictionary()
 
 
 def fused_converter(system, model, tmp_path, conversion: ConversionSettings = SAY,

@@ -43,23 +43,6 @@ needs_dictionary = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(),
 READINGS = ["かい", "きょう", "しりょ", "あり", "てん", "せん", "こう", "とう"]
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    from karukan_engine.neural.model import load_model
-    from karukan_testing.tiny_models import TinyModelSpec, write_model_dir
-
-    m = load_model(write_model_dir(tmp_path_factory.mktemp("tiny"), TinyModelSpec(seed=3, eos_scale=2.0)))
-    yield m
-    m.close()
-
-
-@pytest.fixture(scope="module")
-def system():
-    from karukan_engine.dictionary.system import SystemDictionary
-
-    return SystemDictionary()
-
-
 @pytest.fixture
 def fused(model, system, tmp_path):
     from karukan_engine.conversion.fused import FusedConverter

@@ -24,7 +24,6 @@ import logging
 import math
 import threading
 import time
-import unicodedata
 from collections import OrderedDict
 from dataclasses import replace
 from functools import partial
@@ -45,7 +44,7 @@ from karukan_engine.conversion.suggest import DICTIONARY_LIMIT, blended, learned
 from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.core.types import Candidate, ConversionRequest, LazyCandidates, Segment, Source
 from karukan_engine.conversion.verify import verify_draft
-from karukan_engine.kana import to_katakana
+from karukan_engine.kana import nfkc, to_katakana
 from karukan_engine.lattice.candidate_filter import HIRAGANA_BY, KATAKANA_BY, bring_forward
 from karukan_engine.neural.errors import NeuralError
 
@@ -309,17 +308,14 @@ class FusedConverter:
         if beam:
             _checkpoint(stop)
             started = time.perf_counter()
-            if stop is None:
-                texts += [g.text for g in model.beam(tail, context, beam=self.settings.beam_width,
-                                                      max_new=self.max_new_for(tail))]
+            texts += self._beam_texts(model, tail, context, stop)
+            if timed:
                 self.timings.observe(SPACE_BEAM, time.perf_counter() - started, len(tail))
-            else:
-                texts += self._stoppable_beam(model, tail, context, stop)
         return [Candidate(head + text, source=Source.MODEL) for text in texts if _presentable(text)]
 
-    def _stoppable_beam(self, model, tail: str, context: str, stop: Callable[[], bool]) -> list[str]:
-        """A preparation's beam, checked at every step: one cut short ends the preparation
-        (scheduler.Cancelled), so a kept conversion always has the whole beam."""
+    def _beam_texts(self, model, tail: str, context: str, stop: Callable[[], bool] | None) -> list[str]:
+        """The beam's texts. A preparation's beam (stop) is checked at every step, and one cut
+        short ends the preparation (scheduler.Cancelled), so a kept conversion has the whole beam."""
         stopped = False
 
         def should_stop() -> bool:
@@ -328,7 +324,7 @@ class FusedConverter:
             return stopped
 
         found = model.beam(tail, context, beam=self.settings.beam_width, max_new=self.max_new_for(tail),
-                           should_stop=should_stop)
+                           should_stop=should_stop if stop is not None else None)
         if stopped:
             raise Cancelled()
         return [g.text for g in found]
@@ -570,7 +566,7 @@ class FusedConverter:
                 if ctx is not None and (ctx.cancelled() or ctx.remaining() <= 0):
                     return None
                 per_char = scorer.score(completion.reading, request.left_context, completion.surface)
-                nats.append(per_char * len(unicodedata.normalize("NFKC", completion.surface)))
+                nats.append(per_char * len(nfkc(completion.surface)))
         except NeuralError as exc:
             log.warning("model suggestions failed: %s", type(exc).__name__)
             return None
@@ -681,7 +677,8 @@ def build_fused_converter(base: DictionaryConverter, options: ConverterOptions) 
     if settings.light_model:
         # A light model is optional: if it fails to load, its slot simply stays empty.
         slots.append(ModelSlot(load_in_background(settings.light_model), settings.light_model))
-    converter = FusedConverter(base, slots, settings, lexicon=base.dictionary, ngram=bundled_ngram() if settings.weights.ngram else None)
+    ngram = bundled_ngram() if settings.weights.ngram else None   # loaded only when it counts
+    converter = FusedConverter(base, slots, settings, lexicon=base.dictionary, ngram=ngram)
     if not options.load_in_background:
         converter.wait_for_model()
         if converter.ngram is not None:

@@ -306,6 +306,11 @@ class LiveLink:
         self.defer(epoch, lambda: self.service.suggest_for(self.context, epoch, request, self.deliver, n,
                                                            delay_s=0.0), 0.0)
 
+    def can_prepare(self) -> bool:
+        """Whether asking for a preparation can do anything (a model ready, preparing on), so
+        the session skips working out the request when it cannot."""
+        return self.service.converter.can_prepare()
+
     def prepare(self, epoch: int, request: ConversionRequest) -> None:
         """Ask for Space's conversion of `request` to be computed while the user pauses."""
         if self.defer is None:

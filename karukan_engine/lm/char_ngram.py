@@ -145,17 +145,19 @@ class CharNgram:
             counts.append(count)
             if k == 1:
                 history_counts.append(np.zeros(0, dtype=np.int64))
-                dense = np.zeros(base, dtype=np.int64)
-                dense[unique] = count
-                logs.append(np.log((dense + 1) / (count.sum() + base)))
+                if smoothing == STUPID:
+                    dense = np.zeros(base, dtype=np.int64)
+                    dense[unique] = count
+                    logs.append(np.log((dense + 1) / (count.sum() + base)))
             else:   # a history's count: the sum over its continuations (prefixes of sorted codes are sorted)
                 prefix = unique // base
                 starts = np.flatnonzero(np.r_[True, prefix[1:] != prefix[:-1]]) if len(prefix) else prefix
                 sums = (np.add.reduceat(count, starts).astype(np.int64) if len(prefix)
                         else np.zeros(0, dtype=np.int64))
                 history_counts.append(sums)
-                per_gram = np.repeat(sums, np.diff(np.r_[starts, len(prefix)])) if len(prefix) else sums
-                logs.append(np.log(count / np.maximum(per_gram, 1)))
+                if smoothing == STUPID:
+                    per_gram = np.repeat(sums, np.diff(np.r_[starts, len(prefix)])) if len(prefix) else sums
+                    logs.append(np.log(count / np.maximum(per_gram, 1)))
             del selected
         if smoothing == KNESER_NEY:
             logs, backoffs = _kneser_ney(keys, counts, base)

@@ -541,7 +541,7 @@ class Session:
         converted there) nor while Space types a space (Latin words)."""
         link = self._live_link
         if (link is None or self._password or self._state is not State.COMPOSITION
-                or self._typing_latin()):
+                or self._typing_latin() or not link.can_prepare()):
             return
         reading = reading_of(self._composer.flushed_text())   # what Space converts (it flushes)
         if reading:
