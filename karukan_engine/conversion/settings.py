@@ -71,14 +71,15 @@ class FusionWeights:
 # 22 (one-sided p < 0.001). It gives the network's NLL no weight: the model proposes candidates
 # (greedy, beam) and live text, the n-gram and the lattice judge them. The held-out rows per
 # set: docs/benchmarks.md "Quality".
-# Space budgets (ms) per model, used when the config sets no space_budget_ms: the bundled model
-# must keep Space p95 within 150 ms on 2 cores (issue #12); a downloaded model's beam and NLL
-# pass take 0.7-2 s there (README "Models") and are what its users downloaded it for.
-SPACE_BUDGETS: dict[str, float] = {"karukan-bundled": 100.0}
 FITTED_WEIGHTS: dict[str, FusionWeights] = {
     "karukan-bundled": FusionWeights(lattice=2.0, nll=0.0, learning=1.0, unaligned=8.0, nll_total=0.0,
                                      ngram=0.1, margin=0.5),
 }
+
+# Space budgets (ms) per model, used when the config sets no space_budget_ms: the bundled model
+# must keep Space p95 within 150 ms on 2 cores (issue #12); a downloaded model's beam and NLL
+# pass take 0.7-2 s there (README "Models") and are what its users downloaded it for.
+SPACE_BUDGETS: dict[str, float] = {"karukan-bundled": 100.0}
 
 
 @dataclass(frozen=True)
