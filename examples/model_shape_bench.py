@@ -147,10 +147,11 @@ def main() -> int:
             out.append(row)
             if samples:
                 means = [sum(s[i] for s in samples) / len(samples) for i in range(1, 5)]
-                breakdown.append({"model": path, "kind": kind, "cpu_mean_ms": round(means[0], 1),
-                                  "decode_mean_ms": round(means[1], 1), "lattice_mean_ms": round(means[2], 1),
-                                  "align_mean_ms": round(means[3], 1),
-                                  "python_mean_ms": round(means[0] - means[1] - means[2] - means[3], 1)})
+                # Two decimals, so the parts still add up to the total after rounding.
+                breakdown.append({"model": path, "kind": kind, "cpu_mean_ms": round(means[0], 2),
+                                  "decode_mean_ms": round(means[1], 2), "lattice_mean_ms": round(means[2], 2),
+                                  "align_mean_ms": round(means[3], 2),
+                                  "python_mean_ms": round(means[0] - means[1] - means[2] - means[3], 2)})
             print(f"{Path(path).name:<34}{kind:<9}{row['count']:>4}{row['wall_p50_ms']:>10.1f}{row['wall_p95_ms']:>8.1f}"
                   f"{row['cpu_p50_ms']:>9.1f}{row['cpu_p95_ms']:>8.1f}{row['decode_p50_ms']:>11.1f}{row['decode_p95_ms']:>8.1f}",
                   flush=True)
