@@ -20,11 +20,14 @@ unprivileged --user (create it first: `useradd -m mozcuser`).
 
     python examples/gtk_latency.py [--engines karukan-ibus,mozc-ibus,karukan-fcitx5]
                                    [--repeats 3] [--no-model] [--settle-s 10] [--json out.json]
-                                   [--quiet-ms 150] [--no-prepare]
+                                   [--quiet-ms 150] [--no-prepare] [--no-quick]
 
 --quiet-ms sets how long the preedit must be still before Space (the user's pause);
 --no-prepare gives Karukan `[conversion] prepare_space = false` (its config file in the
-desktop's private XDG_CONFIG_HOME), so Space is not prepared during that pause.
+desktop's private XDG_CONFIG_HOME), so Space is not prepared during that pause, and --no-quick
+`quick_space = false`, so an unprepared Space waits for the model. "settled" is Space → the
+last preedit change within SETTLED_QUIET_S of stillness after it: with quick Space, when the
+model's conversion replaced the first answer (the same as "Space" when none did).
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ ENGINES = ("karukan-ibus", "mozc-ibus", "karukan-fcitx5")
 STEP_TIMEOUT_S = 10.0
 # Longer than a key's late updates take to arrive (suggestions start 10 ms after the key).
 QUIET_BEFORE_SPACE_S = 0.15
+# Stillness after Space that ends its answer: longer than a quick Space's model conversion may
+# take to arrive (live_service.QUICK_SPACE_LIMIT_S).
+SETTLED_QUIET_S = 0.4
 MOZC_IBUS_CONFIG = """engines {
   name : "mozc-jp"
   longname : "Mozc"
@@ -110,12 +116,14 @@ def select_fcitx5_karukan(desktop: HeadlessDesktop) -> None:
     raise SystemExit("fcitx5 never switched to karukan")
 
 
-def start(engine: str, desktop: HeadlessDesktop, use_model: bool, prepare: bool = True) -> GtkClient:
+def start(engine: str, desktop: HeadlessDesktop, use_model: bool, prepare: bool = True,
+          quick: bool = True) -> GtkClient:
     model = [] if use_model else ["--no-model"]
-    if engine != "mozc-ibus" and not prepare:
+    if engine != "mozc-ibus" and not (prepare and quick):
         config = Path(desktop.env["XDG_CONFIG_HOME"]) / "karukan/config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text("[conversion]\nprepare_space = false\n")
+        config.write_text(f"[conversion]\nprepare_space = {str(prepare).lower()}\n"
+                          f"quick_space = {str(quick).lower()}\n")
     if engine != "mozc-ibus":
         desktop.start_session_bus()
     desktop.start_xvfb()
@@ -196,8 +204,17 @@ def latencies(timings: dict) -> list[tuple[int, float]]:
     return out
 
 
+def settled_latency(timings: dict) -> list[tuple[int, float]]:
+    """(keyval, ms) of the last key press: to the last preedit change after it."""
+    if not timings["keys"]:
+        return []
+    keyval, t = timings["keys"][-1]
+    after = [c for _text, c in timings["preedits"] if c >= t]
+    return [(keyval, (after[-1] - t) * 1000)] if after else []
+
+
 def measure(gtk: GtkClient, repeats: int, quiet_s: float = QUIET_BEFORE_SPACE_S) -> dict:
-    typing, space, missed = [], [], 0
+    typing, space, settled, missed = [], [], [], 0
     gtk.command("timings")                       # forget the warm-up
     for _ in range(repeats):
         for sentence in SENTENCES:
@@ -205,13 +222,17 @@ def measure(gtk: GtkClient, repeats: int, quiet_s: float = QUIET_BEFORE_SPACE_S)
                 missed += not press(gtk, ch)
             wait_until_quiet(gtk, quiet_s)
             missed += not press(gtk, "space")
-            timed = latencies(gtk.command("timings"))
+            wait_until_quiet(gtk, SETTLED_QUIET_S)
+            timings = gtk.command("timings")
+            timed = latencies(timings)
             typing += [ms for _k, ms in timed[:-1]]
             space += [ms for k, ms in timed[-1:] if k == 0x20]
+            settled += [ms for k, ms in settled_latency(timings) if k == 0x20]
             gtk.keys("Return")
             gtk.wait_for(lambda s: s["preedit"] == "", what="the commit")
             gtk.command("timings")
-    return {"typing": summary(typing), "space": summary(space), "missed": missed}
+    return {"typing": summary(typing), "space": summary(space), "space_settled": summary(settled),
+            "missed": missed}
 
 
 def main() -> int:
@@ -225,6 +246,7 @@ def main() -> int:
     parser.add_argument("--quiet-ms", type=float, default=QUIET_BEFORE_SPACE_S * 1000,
                         help="how long the preedit is still before Space (the pause)")
     parser.add_argument("--no-prepare", action="store_true", help="Karukan with [conversion] prepare_space = false")
+    parser.add_argument("--no-quick", action="store_true", help="Karukan with [conversion] quick_space = false")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     missing = gtk_missing()
@@ -235,20 +257,23 @@ def main() -> int:
     for engine in args.engines.split(","):
         user = args.user if engine == "mozc-ibus" and os.geteuid() == 0 else None
         with HeadlessDesktop(user=user) as desktop:
-            gtk = start(engine, desktop, not args.no_model, not args.no_prepare)
+            gtk = start(engine, desktop, not args.no_model, not args.no_prepare, not args.no_quick)
             time.sleep(args.settle_s)
             results[engine] = measure(gtk, args.repeats, args.quiet_ms / 1000.0)
             gtk.close()
         print(f"{engine}: done", file=sys.stderr)
-    print(f"{'engine':<16} {'typing p50':>11} {'p95':>8} {'n':>5}   {'Space p50':>10} {'p95':>8} {'n':>4}  missed")
+    print(f"{'engine':<16} {'typing p50':>11} {'p95':>8} {'n':>5}   {'Space p50':>10} {'p95':>8} {'n':>4}"
+          f"   {'settled p50':>11} {'p95':>8}  missed")
     for engine, r in results.items():
-        t, s = r["typing"], r["space"]
+        t, s, f = r["typing"], r["space"], r["space_settled"]
         print(f"{engine:<16} {t.get('p50_ms', '-'):>11} {t.get('p95_ms', '-'):>8} {t['n']:>5}   "
-              f"{s.get('p50_ms', '-'):>10} {s.get('p95_ms', '-'):>8} {s['n']:>4}  {r['missed']}")
+              f"{s.get('p50_ms', '-'):>10} {s.get('p95_ms', '-'):>8} {s['n']:>4}   "
+              f"{f.get('p50_ms', '-'):>11} {f.get('p95_ms', '-'):>8}  {r['missed']}")
     if args.json:
         args.json.write_text(json.dumps({
             "benchmark": "gtk_latency", "repeats": args.repeats, "sentences": SENTENCES,
-            "model": not args.no_model, "prepare_space": not args.no_prepare, "quiet_ms": args.quiet_ms,
+            "model": not args.no_model, "prepare_space": not args.no_prepare, "quick_space": not args.no_quick,
+            "quiet_ms": args.quiet_ms,
             "settle_s": args.settle_s, "load": os.getloadavg(), "cpus": os.cpu_count(),
             "python": platform.python_version(), "results": results,
         }, indent=2))

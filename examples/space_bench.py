@@ -15,11 +15,16 @@ files are never read or written).
     python examples/space_bench.py --profile space.prof    # cProfile of the model's Space calls
     python examples/space_bench.py --pause-ms 0,150,300    # as the engine runs it, pausing before Space
     python examples/space_bench.py --pause-ms 150 --no-prepare   # the same pause, nothing prepared
+    python examples/space_bench.py --pause-ms 0 --no-quick       # Space waits for the model
 
 With --pause-ms the session is attached to a LiveService as in the engine (live refinement,
 suggestions and the preparation of Space's conversion on its scheduler), and Space comes that
 long after the last key; with several pauses the sentences take them in turn (each sentence
-is still converted once). "prepared" counts the Spaces answered from a preparation.
+is still converted once). "prepared" counts the Spaces answered from a preparation. Space is
+then quick (docs/conversion.md "Quick Space"): unprepared, it shows the lattice and n-gram's
+conversion, and the model's follows. "model" gives how many came, how many changed what was
+shown (the candidate list or the text) and the text itself, and when they came (ms after
+Space, p50 / p95); --no-quick makes Space wait for the model instead.
 
 Wall time includes whatever else the machine runs; thread CPU time is the session thread's own
 work, steadier on a busy machine. --profile prints the 25 costliest calls (cumulative) and writes
@@ -47,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 from karukan_engine.config import Config, LearningSettings  # noqa: E402
 from karukan_engine.conversion.factory import ConverterOptions  # noqa: E402
 from karukan_engine.conversion.fused import build_fused_converter  # noqa: E402
-from karukan_engine.conversion.live_service import LiveLink, LiveService  # noqa: E402
+from karukan_engine.conversion.live_service import ConversionUpdate, LiveLink, LiveService  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from karukan_engine.dictionary.learning import LearningStore  # noqa: E402
 from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
@@ -81,14 +86,14 @@ def pick_sentences(count: int) -> list[tuple[str, str]]:
     return chosen
 
 
-def converters(history: Path, use_model: bool, prepare: bool = True):
+def converters(history: Path, use_model: bool, prepare: bool = True, quick: bool = True):
     """(name, converter) for the dictionary alone and, unless told not to, the bundled model."""
     system = SystemDictionary()
     yield "dictionary", LatticeConverter(system, None, LearningStore(history / "dictionary.json"))
     if use_model:
         base = LatticeConverter(system, None, LearningStore(history / "model.json"))
         # fitted weights, not the user's config
-        options = ConverterOptions(conversion=ConversionSettings(prepare_space=prepare))
+        options = ConverterOptions(conversion=ConversionSettings(prepare_space=prepare, quick_space=quick))
         fused = build_fused_converter(base, options)
         if fused is base:
             print("no bundled model: dictionary only", file=sys.stderr)
@@ -101,14 +106,18 @@ def run(converter, sentences: list[tuple[str, str]], profiler: cProfile.Profile 
     """{pause: figures}; sentence i is converted after pauses[i % len(pauses)]."""
     session = Session(converter, Config(learning=LearningSettings(enabled=False)))
     service = None
+    arrived: list[tuple[float, ConversionUpdate]] = []   # quick Spaces' model conversions
     if pauses != [None]:
         service = LiveService(converter)
-        session.attach_live(LiveLink(service, 1, lambda update: None))
+        session.attach_live(LiveLink(service, 1, lambda update: isinstance(update, ConversionUpdate)
+                                     and arrived.append((time.perf_counter(), update))))
     preparing = service is not None and service.converter is converter   # the fused converter
-    samples = {pause: ([], [], [0], [0]) for pause in pauses}   # wall, cpu, converted, prepared
+    # wall, cpu, converted, prepared, model conversion's arrival (ms after Space), changed
+    # (what was shown: the text, or only the candidate list), changed the text
+    samples = {pause: ([], [], [0], [0], [], [0, 0]) for pause in pauses}
     for index, (_reading, keys) in enumerate(sentences):
         pause = pauses[index % len(pauses)]
-        wall, cpu, converted, prepared = samples[pause]
+        wall, cpu, converted, prepared, refined, changed = samples[pause]
         for _, keysym, mods in parse_keys(keys):
             session.process_key(keysym, mods)
         if pause:
@@ -125,9 +134,15 @@ def run(converter, sentences: list[tuple[str, str]], profiler: cProfile.Profile 
         converted[0] += session.state is State.CONVERSION and view.candidates is not None
         if preparing:
             prepared[0] += converter.prepared.hits - hits
-        session.process_key(RETURN)
         if service is not None:
             service.scheduler.idle(30)   # the next sentence starts with no work left over
+            for at, update in arrived:
+                refined.append((at - started) * 1000)
+                later = session.apply_live_update(update)
+                changed[0] += later is not None
+                changed[1] += later is not None and later.preedit != view.preedit
+            arrived.clear()
+        session.process_key(RETURN)
     if service is not None:
         service.shutdown()
     return {pause: {"n": len(wall), "converted": converted[0],
@@ -135,8 +150,12 @@ def run(converter, sentences: list[tuple[str, str]], profiler: cProfile.Profile 
                     "prepared": prepared[0] if preparing else None,
                     "wall_p50_ms": round(statistics.median(wall), 2), "wall_p95_ms": round(percentile(wall, 0.95), 2),
                     "cpu_p50_ms": round(statistics.median(cpu), 2), "cpu_p95_ms": round(percentile(cpu, 0.95), 2),
-                    "cpu_mean_ms": round(statistics.mean(cpu), 2)}
-            for pause, (wall, cpu, converted, prepared) in samples.items() if wall}
+                    "cpu_mean_ms": round(statistics.mean(cpu), 2),
+                    "model_conversions": len(refined), "model_changed": changed[0],
+                    "model_changed_text": changed[1],
+                    "model_p50_ms": round(statistics.median(refined), 2) if refined else None,
+                    "model_p95_ms": round(percentile(refined, 0.95), 2) if refined else None}
+            for pause, (wall, cpu, converted, prepared, refined, changed) in samples.items() if wall}
 
 
 def main() -> int:
@@ -146,13 +165,15 @@ def main() -> int:
     parser.add_argument("--profile", type=Path, help="cProfile the model's Space calls into this file")
     parser.add_argument("--pause-ms", help="comma-separated pauses before Space, through a LiveService")
     parser.add_argument("--no-prepare", action="store_true", help="[conversion] prepare_space = false")
+    parser.add_argument("--no-quick", action="store_true", help="[conversion] quick_space = false")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     sentences = pick_sentences(args.sentences)
     pauses = [None] if args.pause_ms is None else [float(p) / 1000.0 for p in args.pause_ms.split(",")]
     results = {}
     with tempfile.TemporaryDirectory(prefix="space-bench-") as history:
-        for name, converter in converters(Path(history), not args.no_model, not args.no_prepare):
+        for name, converter in converters(Path(history), not args.no_model, not args.no_prepare,
+                                          not args.no_quick):
             if name != "dictionary":
                 converter.wait_for_model()
                 if converter.ngram is not None:
@@ -170,15 +191,19 @@ def main() -> int:
                 print(out.getvalue(), file=sys.stderr)
     kana = statistics.mean(len(reading) for reading, _ in sentences)
     print(f"{len(sentences)} sentences, {kana:.1f} kana on average; Space, ms")
-    print(f"{'converter':<24} {'n':>4} {'wall p50':>9} {'p95':>7} {'cpu p50':>8} {'p95':>7} {'mean':>7} {'prepared':>8}")
+    print(f"{'converter':<24} {'n':>4} {'wall p50':>9} {'p95':>7} {'cpu p50':>8} {'p95':>7} {'mean':>7} "
+          f"{'prepared':>8}  model: {'n':>3} {'changed':>7} {'text':>4} {'p50':>6} {'p95':>6}")
     for name, r in results.items():
+        model = (f"{r['model_conversions']:>3} {r['model_changed']:>7} {r['model_changed_text']:>4} "
+                 f"{r['model_p50_ms']:>6} {r['model_p95_ms']:>6}"
+                 if r["model_conversions"] else "  -")
         print(f"{name:<24} {r['n']:>4} {r['wall_p50_ms']:>9} {r['wall_p95_ms']:>7} "
               f"{r['cpu_p50_ms']:>8} {r['cpu_p95_ms']:>7} {r['cpu_mean_ms']:>7} "
-              f"{'-' if r['prepared'] is None else r['prepared']:>8}")
+              f"{'-' if r['prepared'] is None else r['prepared']:>8}         {model}")
     if args.json:
         args.json.write_text(json.dumps({
             "benchmark": "space_bench", "sentences": len(sentences), "kana_mean": round(kana, 2),
-            "prepare_space": not args.no_prepare,
+            "prepare_space": not args.no_prepare, "quick_space": not args.no_quick,
             "load": os.getloadavg(),
             "cpus": os.cpu_count(), "python": platform.python_version(), "results": results,
         }, indent=2))

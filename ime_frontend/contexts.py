@@ -29,6 +29,7 @@ from karukan_engine.conversion.contracts import EngineConverter
 from karukan_engine.conversion.live_service import (
     SUGGESTION_DELAY_S,
     ContextId,
+    ConversionUpdate,
     LiveLink,
     LiveService,
     LiveUpdate,
@@ -110,7 +111,7 @@ class ContextHost:
         """A call is running or waiting: the context is in use right now."""
         return self._lock.locked()
 
-    def deliver(self, update: LiveUpdate | SuggestionUpdate) -> None:
+    def deliver(self, update: LiveUpdate | SuggestionUpdate | ConversionUpdate) -> None:
         """Any thread (a scheduler worker): a model update for this context. It travels as a
         value; the session sees it only on its own worker, in order with the keys."""
         if self.closed:
@@ -120,12 +121,12 @@ class ContextHost:
         except RuntimeError:  # the event loop has ended (shutting down): nobody to show it to
             pass
 
-    def _start_apply(self, update: LiveUpdate | SuggestionUpdate) -> None:
+    def _start_apply(self, update: LiveUpdate | SuggestionUpdate | ConversionUpdate) -> None:
         task = self._loop.create_task(self._apply(update))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _apply(self, update: LiveUpdate | SuggestionUpdate) -> None:
+    async def _apply(self, update: LiveUpdate | SuggestionUpdate | ConversionUpdate) -> None:
         async with self._lock:
             if self.closed:
                 return

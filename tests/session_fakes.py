@@ -120,3 +120,9 @@ class SuggestingConverter(ScriptedConverter):
 
     def prepare(self, request: ConversionRequest, ctx: JobContext | None = None) -> bool:
         return False
+
+    def convert_quick(self, request: ConversionRequest) -> tuple[list[Segment], bool]:
+        return self.convert(request), True
+
+    def refined_conversion(self, request: ConversionRequest, ctx: JobContext | None = None) -> list[Segment] | None:
+        return None

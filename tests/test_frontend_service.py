@@ -22,7 +22,7 @@ from karukan_engine.conversion.live_service import LiveUpdate
 from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.conversion.scheduler import JobContext
 from karukan_engine.conversion.settings import ConversionSettings
-from karukan_engine.core.types import Candidate, ConversionRequest
+from karukan_engine.core.types import Candidate, ConversionRequest, Segment
 from karukan_engine.session import Session
 from karukan_engine.session.view import View
 
@@ -317,6 +317,12 @@ class GatedModelConverter(PlainConverter):
 
     def prepare(self, request: ConversionRequest, ctx: JobContext | None = None) -> bool:
         return False
+
+    def convert_quick(self, request: ConversionRequest) -> tuple[list[Segment], bool]:
+        return self.convert(request), True
+
+    def refined_conversion(self, request: ConversionRequest, ctx: JobContext | None = None) -> list[Segment] | None:
+        return None
 
     def model_started(self, reading: str) -> bool:
         return self.started.setdefault(reading, threading.Event()).wait(TIMEOUT_S)

@@ -275,7 +275,8 @@ def test_keys_typed_before_the_pause_ends_prepare_nothing(attached, monkeypatch)
 
 
 def test_prepare_space_off_means_no_preparation(attached, monkeypatch):
-    a = attached(ConversionSettings(chunk_chars=8, space_budget_ms=float("inf"), prepare_space=False))
+    a = attached(ConversionSettings(chunk_chars=8, space_budget_ms=float("inf"), prepare_space=False,
+                                    quick_space=False))
     fused = a.service.converter
     priorities: list[Priority] = []
     real_submit = a.service.scheduler.submit

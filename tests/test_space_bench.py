@@ -29,3 +29,21 @@ def test_space_bench_times_space_with_and_without_the_model(tmp_path):
         assert r["n"] == r["converted"] == 4   # every Space showed a candidate page
         assert 0 <= r["wall_p50_ms"] <= r["wall_p95_ms"] and 0 <= r["cpu_p50_ms"] <= r["cpu_p95_ms"]
     assert profile.stat().st_size > 0 and "fused.py" in run.stderr   # the model's Space calls, profiled
+
+
+@pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
+def test_space_bench_times_the_quick_spaces_model_conversion(tmp_path):
+    out = tmp_path / "space.json"
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    run = subprocess.run([sys.executable, str(REPO / "examples" / "space_bench.py"), "--sentences", "4",
+                          "--pause-ms", "0", "--json", str(out)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    assert report["quick_space"]
+    quick = report["results"]["bundled model, pause 0 ms"]
+    # no pause: nothing was prepared, so every Space answered at once and asked for the model's
+    assert quick["n"] == quick["converted"] == 4 and quick["prepared"] == 0
+    assert 1 <= quick["model_conversions"] <= 4 and quick["model_changed"] <= quick["model_conversions"]
+    assert quick["model_p50_ms"] <= quick["model_p95_ms"]
+    assert report["results"]["dictionary, pause 0 ms"]["model_conversions"] == 0

@@ -9,7 +9,8 @@ fake named there implements its protocols with the same signatures, so drift fai
     EngineConverter      a converter a process owns: Converter + Persistent
     DictionaryConverter  the dictionary layer under the fusion: + learning, dictionary
     LiveConverter        the fused pipeline: + live_quick / live_refined / model_ready, suggestions,
-                         can_prepare / prepare (Space's conversion computed while the user pauses)
+                         can_prepare / prepare (Space's conversion computed while the user pauses),
+                         convert_quick / refined_conversion (Space answered at once, refined after)
     ModelSource          what a ModelSlot waits on: a model loading in the background
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from karukan_engine.core.types import Candidate, ConversionRequest, Converter
+from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment
 
 if TYPE_CHECKING:
     from karukan_engine.conversion.scheduler import JobContext
@@ -101,6 +102,16 @@ class LiveConverter(EngineConverter, Protocol):
         """Compute what convert(request) will return and keep it for that call; runs on a
         scheduler worker and stops between stages when ctx is superseded or outranked. True
         when the conversion is ready."""
+        ...
+
+    def convert_quick(self, request: ConversionRequest) -> tuple[list[Segment], bool]:
+        """Space's segments without waiting for a model, and whether they are final. False: a
+        model's conversion may differ, and refined_conversion(request) computes it."""
+        ...
+
+    def refined_conversion(self, request: ConversionRequest, ctx: JobContext | None = None) -> list[Segment] | None:
+        """The model's full conversion after convert_quick said it was not final; runs on a
+        scheduler worker. None: nothing to add, ctx superseded, or the model failed."""
         ...
 
 

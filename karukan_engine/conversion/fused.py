@@ -42,10 +42,11 @@ from karukan_engine.conversion.scheduler import Cancelled, JobContext
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import DICTIONARY_LIMIT, blended, learned_completions, model_pool, suggestions
 from karukan_engine.core.candidates import unique_surfaces
-from karukan_engine.core.types import Candidate, ConversionRequest, LazyCandidates, Segment, Source
+from karukan_engine.core.types import Candidate, Completion, ConversionRequest, LazyCandidates, Segment, Source
 from karukan_engine.conversion.verify import verify_draft
 from karukan_engine.kana import nfkc, to_katakana
 from karukan_engine.lattice.candidate_filter import HIRAGANA_BY, KATAKANA_BY, bring_forward
+from karukan_engine.lm.continuation import Continuer
 from karukan_engine.neural.errors import NeuralError
 
 if TYPE_CHECKING:
@@ -75,6 +76,14 @@ PREPARED_WAIT_SHARE = 0.4
 PREPARED_WAIT_CAP_S = 5.0
 # The full plan: all of explicit conversion's model work (a preparation has no key waiting).
 FULL_PLAN = Option("beam")
+# Predictions offer the n-gram's continuation of the live text only when it is at least this
+# likely (continuation and the end after it) and the reading has this many characters: chosen
+# with examples/continuation_eval.py on held-out chat (docs/benchmarks.md, "Predictions: the
+# model's continuation").
+CONTINUATION_MIN_P = 0.3
+CONTINUATION_MIN_READING = 2
+# No model work beyond a greedy text typing decoded: a quick Space's first answer.
+LEAN_PLAN = Option("lean")
 
 
 class FusedConverter:
@@ -96,6 +105,8 @@ class FusedConverter:
         self.chooser = BudgetChooser(self.timings)
         self._alignments: OrderedDict[tuple[str, str], Alignment | None] = OrderedDict()
         self._alignments_lock = threading.Lock()
+        self._continuer: Continuer | None = None   # built from the n-gram once it is loaded
+        self._continuer_lock = threading.Lock()
         self.prepared = PreparedConversions()
 
     # --- models ------------------------------------------------------------------------------
@@ -242,10 +253,11 @@ class FusedConverter:
         return self._candidates(request, n)
 
     def _candidates(self, request: ConversionRequest, n: int, started: float | None = None,
-                    stop: Callable[[], bool] | None = None) -> list[Candidate]:
+                    stop: Callable[[], bool] | None = None, plan: Option | None = None) -> list[Candidate]:
         """started: when the conversion began (perf_counter), for the Space budget. stop: a
         preparation's check between stages (it also means the full plan, untimed, and a model
-        error raised instead of answered by the dictionary)."""
+        error raised instead of answered by the dictionary). plan: the model work to do, instead
+        of what the budget affords."""
         if n <= 0:
             return []
         started = time.perf_counter() if started is None else started
@@ -258,7 +270,7 @@ class FusedConverter:
             if self.settings.scheme == "verify" and self.aligner is not None:
                 return self._verified(slots[0], request, base)[:n]
             _checkpoint(stop)
-            ranked = self._reranked(slots[0], model, request, base, n, started, stop)
+            ranked = self._reranked(slots[0], model, request, base, n, started, stop, plan)
             if self._chosen_before(request, base):
                 # the user's last choice for exactly this reading (after this context, if one was
                 # made there) leads, whatever the weights (as in live conversion and the verify
@@ -330,10 +342,11 @@ class FusedConverter:
         return [g.text for g in found]
 
     def _reranked(self, slot: ModelSlot, model, request: ConversionRequest, base: list[Candidate],
-                  n: int, started: float | None = None,
-                  stop: Callable[[], bool] | None = None) -> list[Candidate]:
+                  n: int, started: float | None = None, stop: Callable[[], bool] | None = None,
+                  plan: Option | None = None) -> list[Candidate]:
         """started: when the conversion began (perf_counter), for the Space budget; None: now.
-        stop: a preparation's check; it takes the full plan, whatever the budget."""
+        stop: a preparation's check; it takes the full plan, whatever the budget. plan: the
+        model work to do (None: as above)."""
         if self.model_never_wins():
             # Only learning and the pool's order can count: skip the NLL pass and alignments,
             # and the model's candidates too when the dictionary's fill the n shown before them.
@@ -341,8 +354,9 @@ class FusedConverter:
             extra = [] if len(shown) >= n else self.model_candidates(slot, model, request, stop=stop)
             evidence = [Evidence(c, learning=_learning(c)) for c in unique_surfaces(base + extra)]
         else:
-            plan = FULL_PLAN if stop is not None else self._space_plan(
-                slot, request, base, time.perf_counter() if started is None else started)
+            if plan is None:
+                plan = FULL_PLAN if stop is not None else self._space_plan(
+                    slot, request, base, time.perf_counter() if started is None else started)
             extra = self.model_candidates(slot, model, request, beam=plan.name == "beam",
                                           greedy=plan.name != "lean", stop=stop)
             evidence = self._weigh(model, request, unique_surfaces(base + extra),
@@ -439,8 +453,8 @@ class FusedConverter:
         return self._converted(request, started)
 
     def _converted(self, request: ConversionRequest, started: float | None = None,
-                   stop: Callable[[], bool] | None = None) -> list[Segment]:
-        ranked = self._candidates(request, self.settings.num_candidates, started, stop)
+                   stop: Callable[[], bool] | None = None, plan: Option | None = None) -> list[Segment]:
+        ranked = self._candidates(request, self.settings.num_candidates, started, stop, plan)
         if not ranked:
             return self.base.convert(request)
         return self.segments_for(request, ranked[0], ranked[1:], stop)
@@ -465,6 +479,9 @@ class FusedConverter:
         that Space is waiting for this very result) or outranked by more urgent work."""
         if not self.can_prepare() or not request.reading or request.fixed_lengths:
             return False
+        return self._prepare(request, ctx)
+
+    def _prepare(self, request: ConversionRequest, ctx: JobContext | None) -> bool:
         key = self.prepared_key(request)
         preparation = self.prepared.start(key)
         if preparation is None:
@@ -476,6 +493,12 @@ class FusedConverter:
             return stop() or (outranked() and not preparation.claimed.is_set())
 
         try:
+            if self._quick_space():
+                # A quick Space that comes before the end shows this at once (15-20 ms of work).
+                lean = self._converted(request, None, should_stop, LEAN_PLAN)
+                if lean:
+                    len(lean[0].candidates)
+                preparation.lean = tuple(lean)
             segments = self._converted(request, None, should_stop)
             if segments:
                 len(segments[0].candidates)   # Space shows the first segment's list: build it now
@@ -487,6 +510,51 @@ class FusedConverter:
             return False
         finally:
             self.prepared.abandon(preparation)   # no-op once finished
+
+    # --- quick Space ---------------------------------------------------------------------------
+
+    def convert_quick(self, request: ConversionRequest) -> tuple[list[Segment], bool]:
+        """Space's conversion without waiting for the model: the prepared one (True: final), or,
+        while model work is left, the lean one: lattice, n-gram, learning and a greedy text typing
+        decoded (False: refined_conversion does the rest). A preparation under way gives its
+        lean conversion, which it computes first; before that, it is waited for as long as
+        convert() would (the lean conversion would compete with it for the interpreter). Either
+        way it stays claimed, for refined_conversion."""
+        if (not self._quick_space() or not request.reading or request.fixed_lengths
+                or not self.ready_slots() or self.model_never_wins()):
+            return self.convert(request), True
+        key = self.prepared_key(request)
+        first = self.prepared.first_answer(key)
+        if first is not None:
+            return first
+        prepared = self.prepared.claim(key, self._prepared_wait_s())
+        if prepared is not None:
+            return prepared, True
+        return self._converted(request, plan=LEAN_PLAN), False
+
+    def _quick_space(self) -> bool:
+        """Whether Space answers lean first. Only with a Space budget: without one (the
+        downloaded models' default) Space does all of the model work, which takes 0.7-2 s on 2
+        cores and would come too late to replace a first answer (QUICK_SPACE_LIMIT_S); those
+        users downloaded the model for that answer."""
+        return (self.settings.quick_space and self.settings.scheme == "rerank"
+                and math.isfinite(self.settings.space_budget_ms))
+
+    def refined_conversion(self, request: ConversionRequest, ctx: JobContext | None = None) -> list[Segment] | None:
+        """The conversion a Space that waited would have shown, after convert_quick answered
+        lean: within the Space budget (counted from this call, and no later than ctx's
+        deadline), a preparation under way first waited for up to its share of it, as Space
+        itself does. None: nothing to add (no budget: convert_quick was final), or superseded."""
+        budget = self.settings.space_budget_ms / 1000.0
+        if not request.reading or request.fixed_lengths or not self.ready_slots() or math.isinf(budget):
+            return None
+        began = time.perf_counter()
+        limit = min(budget, ctx.remaining()) if ctx is not None else budget
+        found = self.prepared.take(self.prepared_key(request), PREPARED_WAIT_SHARE * limit)
+        if found is not None or (ctx is not None and ctx.cancelled()):
+            return found
+        # the plan gets what is left of `limit`: as if Space had started (budget - limit) before this call
+        return self._converted(request, started=began - (budget - limit))
 
     def _prepared_wait_s(self) -> float:
         """How long Space waits for its preparation still under way: a share of its budget
@@ -548,30 +616,54 @@ class FusedConverter:
 
     def refined_suggestions(self, request: ConversionRequest, n: int = 6,
                             ctx: JobContext | None = None) -> list[Candidate] | None:
-        """The same completions with the dictionary's ranked again by the model given the left
-        context (suggest.blended), or None: no model, nothing to rank, superseded (ctx) or over
-        ctx's budget. One model score per pooled completion, checked between them."""
+        """The completions with the model's view of them, or None: no model, nothing it adds,
+        superseded (ctx) or over ctx's budget. Learned completions first, then the n-gram's
+        kana continuation of the live text when it is sure of it (lm/continuation.py), then the
+        dictionary's completions ranked again by the model given the left context
+        (suggest.blended): one model score per pooled completion, checked between them."""
         slots = self.ready_slots()
         model = slots[0].get() if slots else None
         if model is None or not request.reading:
             return None
         learned = learned_completions(request.reading, self.base.learning, n)
+        continued = self.continuations(request)
         pool = model_pool(request.reading, learned, self.base.dictionary)
-        if len(pool) < 2:
+        if len(pool) < 2 and not continued:
             return None
-        try:
-            scorer = model.scorer()
-            nats = []
-            for _cost, completion in pool:
-                if ctx is not None and (ctx.cancelled() or ctx.remaining() <= 0):
+        ranked_pool = [completion for _cost, completion in pool]
+        if len(pool) >= 2:
+            try:
+                scorer = model.scorer()
+                nats = []
+                for _cost, completion in pool:
+                    if ctx is not None and (ctx.cancelled() or ctx.remaining() <= 0):
+                        return None
+                    per_char = scorer.score(completion.reading, request.left_context, completion.surface)
+                    nats.append(per_char * len(nfkc(completion.surface)))
+                ranked_pool = blended(pool, nats)
+            except NeuralError as exc:
+                log.warning("model suggestions failed: %s", type(exc).__name__)
+                if not continued:
                     return None
-                per_char = scorer.score(completion.reading, request.left_context, completion.surface)
-                nats.append(per_char * len(nfkc(completion.surface)))
-        except NeuralError as exc:
-            log.warning("model suggestions failed: %s", type(exc).__name__)
-            return None
-        ranked = unique_surfaces(learned, blended(pool, nats), limit=len(learned) + DICTIONARY_LIMIT)
+        ranked = unique_surfaces(learned, continued, ranked_pool,
+                                 limit=len(learned) + len(continued) + DICTIONARY_LIMIT)
         return ranked[:n]
+
+    def continuations(self, request: ConversionRequest) -> list[Completion]:
+        """The n-gram's kana continuation of the live text of `request`, as a completion of
+        the reading, when its probability reaches CONTINUATION_MIN_P (none while the n-gram
+        loads, or without one)."""
+        handle = self.ngram
+        if handle is None or not handle.ready() or len(request.reading) < CONTINUATION_MIN_READING:
+            return []
+        with self._continuer_lock:
+            if self._continuer is None or self._continuer.ngram is not handle.wait(0):
+                self._continuer = Continuer(handle.wait(0))
+            continuer = self._continuer
+        text = self.live_quick(request)
+        return [Completion(text + c.text, source=Source.MODEL, reading=request.reading + c.text)
+                for c in continuer.continuations(text, request.left_context, limit=1)
+                if c.probability >= CONTINUATION_MIN_P]
 
     # --- learning ----------------------------------------------------------------------------
 

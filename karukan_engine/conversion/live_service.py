@@ -47,7 +47,18 @@ class SuggestionUpdate:
     suggestions: tuple[Candidate, ...]   # best first, never empty
 
 
-LiveDelivery = Callable[["LiveUpdate | SuggestionUpdate"], None]
+@dataclass(frozen=True)
+class ConversionUpdate:
+    """The model's conversion for a Space that was answered at once (quick Space), on its way
+    to that context; it replaces what is shown only if no event came since."""
+
+    context: ContextId
+    epoch: int        # the Space's event
+    reading: str
+    segments: tuple[Segment, ...]
+
+
+LiveDelivery = Callable[["LiveUpdate | SuggestionUpdate | ConversionUpdate"], None]
 
 # Suggestion work starts this long after its key: the key's reply (session, event loop, D-Bus)
 # is Python too, and a search started at once would hold the GIL while that reply waits for it.
@@ -60,6 +71,12 @@ SUGGESTION_DELAY_S = 0.010
 # 25-40 ms of CPU per key instead of 4-11 and raised live refinement's p95 by 10-30 ms, past its
 # 50 ms budget (docs/benchmarks.md, "Space prepared while the user pauses").
 PREPARE_DELAY_S = 0.100
+
+# A quick Space's model conversion replaces the one shown only this soon after Space: later the
+# user is reading the candidates (and a human reacts in about 0.2-0.3 s), so a change would be a
+# surprise. Unprepared, the bundled model's conversion takes 40-60 ms on a quiet 2-core machine
+# and ~150 on a loaded one (docs/benchmarks.md, "Quick Space").
+QUICK_SPACE_LIMIT_S = 0.300
 
 # The model's ranking of a suggestion list gives up past this (the list shown meanwhile is the
 # dictionary's; the bundled model scores the pool in about 10–80 ms on a loaded 2-core machine).
@@ -106,6 +123,12 @@ class DictionaryOnly:
 
     def prepare(self, request: ConversionRequest, ctx: JobContext | None = None) -> bool:
         return False
+
+    def convert_quick(self, request: ConversionRequest) -> tuple[list[Segment], bool]:
+        return self.converter.convert(request), True   # nothing refines it
+
+    def refined_conversion(self, request: ConversionRequest, ctx: JobContext | None = None) -> list[Segment] | None:
+        return None
 
     # The rest of the contract, handed on.
     def convert(self, request: ConversionRequest) -> list[Segment]:
@@ -248,6 +271,23 @@ class LiveService:
 
         self.scheduler.submit(context, Priority.PREPARE, work, lambda _: None, epoch=epoch)
 
+    def refine_conversion_for(self, context: ContextId, epoch: int, request: ConversionRequest,
+                              deliver: LiveDelivery, limit_s: float = QUICK_SPACE_LIMIT_S) -> None:
+        """The model's conversion for the quick Space of event `epoch`, delivered as a
+        ConversionUpdate if it is ready within limit_s; first among the queued work (the user
+        waits for it), dropped or stopped once a newer event began."""
+        if not request.reading or self.scheduler.epoch(context) != epoch:
+            return
+        refine = self.converter.refined_conversion
+
+        def work(ctx) -> ConversionUpdate | None:
+            segments = refine(request, ctx)
+            if not segments or ctx.cancelled() or ctx.remaining() <= 0:
+                return None   # superseded, failed or too late: the quick answer stays
+            return ConversionUpdate(context, epoch, request.reading, tuple(segments))
+
+        self.scheduler.submit(context, Priority.EXPLICIT, work, deliver, budget_s=limit_s, epoch=epoch)
+
     def call(self, context: ContextId, work: Callable[[], Any], priority: Priority = Priority.EXPLICIT) -> Any:
         """Run `work` on a worker, ahead of lower-priority work of every context, and wait.
 
@@ -305,6 +345,17 @@ class LiveLink:
             return
         self.defer(epoch, lambda: self.service.suggest_for(self.context, epoch, request, self.deliver, n,
                                                            delay_s=0.0), 0.0)
+
+    def convert_quick(self, request: ConversionRequest) -> tuple[list[Segment], bool]:
+        """Space's segments now, and whether they are final (else: refine_conversion)."""
+        return self.service.converter.convert_quick(request)
+
+    def refine_conversion(self, epoch: int, request: ConversionRequest) -> None:
+        """Ask for the model's conversion of a quick Space; it arrives through `deliver`."""
+        if self.defer is None:
+            self.service.refine_conversion_for(self.context, epoch, request, self.deliver)
+            return
+        self.defer(epoch, lambda: self.service.refine_conversion_for(self.context, epoch, request, self.deliver), 0.0)
 
     def can_prepare(self) -> bool:
         """Whether asking for a preparation can do anything (a model ready, preparing on), so

@@ -28,6 +28,8 @@ class Preparation:
     def __init__(self, key: Hashable) -> None:
         self.key = key
         self.segments: tuple[Segment, ...] | None = None
+        # The lean conversion, computed first for a quick Space that comes before the end.
+        self.lean: tuple[Segment, ...] | None = None
         self.ended = threading.Event()
         self.claimed = threading.Event()   # a Space with this key waits for the result
 
@@ -105,6 +107,43 @@ class PreparedConversions:
                 return None
             self.hits += 1
             return list(found)
+
+    def first_answer(self, key: Hashable) -> tuple[list[Segment], bool] | None:
+        """What a quick Space can show at once: the prepared segments (True: final), or the lean
+        ones of a preparation under way (False; the preparation is claimed, see `claim`), or
+        None."""
+        with self._lock:
+            done = self._done.get(key)
+            if done is not None:
+                self._done.move_to_end(key)
+                self.hits += 1
+                return list(done), True
+            preparation = self._running.get(key)
+            if preparation is None or preparation.lean is None:
+                return None
+            preparation.claimed.set()
+            return list(preparation.lean), False
+
+    def claim(self, key: Hashable, wait_s: float = 0.0) -> list[Segment] | None:
+        """The prepared segments for `key`, waiting up to wait_s for a preparation of it under
+        way, or None. Unlike `take`, such a preparation stays claimed when the wait ends, so
+        that it runs on past the Space that superseded it, for the `take` that follows (a quick
+        Space's refinement)."""
+        with self._lock:
+            done = self._done.get(key)
+            if done is not None:
+                self._done.move_to_end(key)
+                self.hits += 1
+                return list(done)
+            preparation = self._running.get(key)
+            if preparation is None:
+                return None
+            preparation.claimed.set()
+        if wait_s > 0 and preparation.ended.wait(wait_s) and preparation.segments is not None:
+            with self._lock:
+                self.hits += 1
+            return list(preparation.segments)
+        return None
 
     def clear(self) -> None:
         with self._lock:

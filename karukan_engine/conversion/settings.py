@@ -92,6 +92,11 @@ class ConversionSettings:
     # Compute Space's conversion while the user pauses, so that Space finds it ready
     # (docs/conversion.md "Space prepared while the user pauses").
     prepare_space: bool = True
+    # With a live service (the desktop), Space shows the lattice and n-gram's conversion at
+    # once when its preparation is not ready, and the model's full conversion replaces it when it
+    # comes, unless a key came first (docs/conversion.md "Quick Space"). False: Space waits for
+    # the model's work that fits its budget.
+    quick_space: bool = True
     chunk_chars: int = 30
     chunk_symbols: int = 1
     chunk_digits: int = 0
@@ -139,8 +144,9 @@ class ConversionSettings:
         if unknown:
             raise ValueError(f"unknown conversion settings: {', '.join(sorted(unknown))}")
         values = dict(table)
-        if "prepare_space" in values and not isinstance(values["prepare_space"], bool):
-            raise ValueError("conversion.prepare_space must be true or false")
+        for flag in ("prepare_space", "quick_space"):
+            if flag in values and not isinstance(values[flag], bool):
+                raise ValueError(f"conversion.{flag} must be true or false")
         if "weights" in values:
             weights = values["weights"]
             wknown = {f.name for f in fields(FusionWeights)}

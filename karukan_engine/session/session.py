@@ -11,7 +11,7 @@ import logging
 from typing import TYPE_CHECKING, Callable
 
 from karukan_engine.config import Config
-from karukan_engine.conversion.live_service import SuggestionUpdate, live_converter
+from karukan_engine.conversion.live_service import ConversionUpdate, SuggestionUpdate, live_converter
 from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.conversion.stability import stabilizer_for
 from karukan_engine.core.types import Candidate, Converter, ConversionRequest, Segment, Source, check_segments
@@ -210,12 +210,15 @@ class Session:
         """
         self._live_link = link
 
-    def apply_live_update(self, update: LiveUpdate | SuggestionUpdate) -> View | None:
-        """The View with the model's live text (or the event's suggestion list), or None when
-        the update is stale: for another context, an older event, or a reading no longer
-        composed; or when it changes nothing shown. Not an event itself: it supersedes nothing."""
+    def apply_live_update(self, update: LiveUpdate | SuggestionUpdate | ConversionUpdate) -> View | None:
+        """The View with the model's live text (or the event's suggestion list, or a quick
+        Space's model conversion), or None when the update is stale: for another context, an
+        older event, or a reading no longer composed or converted; or when it changes nothing
+        shown. Not an event itself: it supersedes nothing."""
         if isinstance(update, SuggestionUpdate):
             return self._apply_suggestions(update)
+        if isinstance(update, ConversionUpdate):
+            return self._apply_conversion(update)
         link = self._live_link
         if link is None or update.context != link.context or update.epoch != self._epoch:
             return None
@@ -584,12 +587,22 @@ class Session:
     def _learning_allowed(self) -> bool:
         return self.config.learning.enabled and not self._password and not self._private
 
-    def _segments(self, request: ConversionRequest, whole: bool = False) -> list[Segment]:
-        """The converter's segments, checked; plain kana segments if it fails or misbehaves."""
+    def _segments(self, request: ConversionRequest, whole: bool = False, quick: bool = False) -> list[Segment]:
+        """The converter's segments, checked; plain kana segments if it fails or misbehaves.
+        quick (Space, with a live link): segments at once, the model's following if they differ
+        (quick Space, applied by _apply_conversion)."""
         if not whole:
             try:
-                segments = self.converter.convert(request)
+                link = self._live_link
+                final = True
+                if quick and link is not None and not request.fixed_lengths:
+                    segments, final = link.convert_quick(request)
+                else:
+                    segments = self.converter.convert(request)
                 check_segments(request.reading, segments, request.fixed_lengths)
+                if not final:
+                    assert link is not None
+                    link.refine_conversion(self._epoch, request)
                 return segments
             except Exception as exc:
                 log.warning("conversion failed: %s", type(exc).__name__)
@@ -603,11 +616,33 @@ class Session:
         if not reading:
             self._after_edit()
             return False
-        segments = self._segments(self._request(reading), whole)
+        segments = self._segments(self._request(reading), whole, quick=True)
         self._conversion = Conversion.from_segments(reading, segments, self._page_size)
         self._state = State.CONVERSION
         self._suggestions = None
         return True
+
+    def _apply_conversion(self, update: ConversionUpdate) -> View | None:
+        """A quick Space's model conversion replaces the quick one if no event came since (the
+        user has not moved, selected or typed: the epoch is the Space's) and it differs."""
+        link = self._live_link
+        conv = self._conversion
+        if (link is None or update.context != link.context or update.epoch != self._epoch
+                or self._state is not State.CONVERSION or conv is None or conv.reading != update.reading
+                or conv.fixed_lengths):
+            return None
+        segments = list(update.segments)
+        try:
+            check_segments(update.reading, segments, ())
+        except Exception as exc:  # a misbehaving converter: keep what is shown
+            log.warning("conversion update refused: %s", type(exc).__name__)
+            return None
+        refined = Conversion.from_segments(update.reading, segments, self._page_size)
+        if _shown(refined) == _shown(conv):
+            return None   # nothing changes on screen
+        self._conversion = refined
+        self._clear_event_output()
+        return self._finish(True)
 
     def _conversion_state(self) -> Conversion:
         assert self._conversion is not None
@@ -848,3 +883,10 @@ class Session:
         if message not in _REPORTED:   # every context loads the same files: say it once
             _REPORTED.add(message)
             log.warning("%s; using the default", message)
+
+
+def _shown(conv: Conversion) -> tuple:
+    """What a conversion puts on screen right after Space: each segment's reading and first
+    candidate, and the focused segment's candidate list."""
+    return (tuple((c.reading, c.chosen.surface) for c in conv.segments),
+            tuple(c.surface for c in conv.focused.candidates))
