@@ -60,12 +60,13 @@ class Attached:
     """A real Session attached to a real LiveService, as an engine drives it (no event loop:
     preparations are queued at once and wait `prepare_delay_s` in their job)."""
 
-    def __init__(self, fused: FusedConverter, prepare_delay_s: float = 0.0, learning: bool = False) -> None:
+    def __init__(self, fused: FusedConverter, prepare_delay_s: float = 0.0, learning: bool = False,
+                 deliver=lambda update: None) -> None:
         self.service = LiveService(fused, prepare_delay_s=prepare_delay_s)
         config = Config(session=SessionSettings(live_conversion=False),
                         learning=LearningSettings(enabled=learning))
         self.session = Session(fused, config)
-        self.session.attach_live(LiveLink(self.service, 1, lambda update: None))
+        self.session.attach_live(LiveLink(self.service, 1, deliver))
 
     def keys(self, text: str):
         view = None

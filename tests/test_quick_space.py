@@ -17,14 +17,14 @@ pytest.importorskip("llama_cpp")
 from ime_frontend.contexts import EngineCore  # noqa: E402
 from karukan_engine.config import Config, LearningSettings, SessionSettings  # noqa: E402
 from karukan_engine.conversion.fused import LEAN_PLAN, FusedConverter  # noqa: E402
-from karukan_engine.conversion.live_service import ConversionUpdate, LiveLink, LiveService  # noqa: E402
+from karukan_engine.conversion.live_service import ConversionUpdate  # noqa: E402
 from karukan_engine.conversion.prepared import PreparedConversions  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from karukan_engine.core.types import Candidate, ConversionRequest, Segment  # noqa: E402
 from karukan_engine.dictionary.system import DEFAULT_DIR  # noqa: E402
 from karukan_engine.session import Session, State  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
-from test_prepared_space import HIRAGANA, READINGS, fused_converter, listed, text_of  # noqa: E402
+from test_prepared_space import HIRAGANA, READINGS, Attached, fused_converter, listed, text_of  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
 
@@ -37,30 +37,27 @@ DIFFERING = ["あめ", "はし", "わたしのなまえはなかのです"]
 TIMEOUT_S = 20
 
 
-class Driven:
-    """A Session attached to a LiveService whose deliveries are kept, as a context host keeps them."""
+class Driven(Attached):
+    """A Session attached to a LiveService whose quick Spaces' model conversions are kept, as a
+    context host keeps them."""
 
     def __init__(self, fused: FusedConverter) -> None:
         self.updates: list = []
         self.arrived = threading.Event()
-        self.service = LiveService(fused)
-        self.session = Session(fused, Config(session=SessionSettings(live_conversion=False),
-                                             learning=LearningSettings(enabled=False)))
-        self.session.attach_live(LiveLink(self.service, 1, self._deliver))
+        super().__init__(fused, deliver=self._deliver)
 
     def _deliver(self, update) -> None:
         if isinstance(update, ConversionUpdate):
             self.updates.append(update)
             self.arrived.set()
 
-    def keys(self, text: str):
-        view = None
-        for _, keysym, mods in parse_keys(text):
-            view = self.session.process_key(keysym, mods)
-        return view
-
-    def settle(self) -> None:
-        assert self.service.scheduler.idle(TIMEOUT_S)
+    def convert_once(self, reading: str) -> ConversionUpdate:
+        """Type `reading`, pause, press Space: the model conversion that followed."""
+        self.keys(romaji(reading))
+        self.settle()
+        self.keys("<space>")
+        assert self.arrived.wait(TIMEOUT_S)
+        return self.updates[-1]
 
 
 @pytest.fixture
@@ -121,22 +118,15 @@ def test_space_shows_the_lean_conversion_then_the_models(driven, reference, read
 
 def test_an_update_after_any_newer_event_is_ignored(driven):
     d = driven()
-    d.keys(romaji("あめ"))
-    d.settle()
-    d.keys("<space>")
-    assert d.arrived.wait(TIMEOUT_S)
+    update = d.convert_once("あめ")
     before = preedit(d.keys("<down>"))             # the user moved on: the next candidate
-    assert d.session.apply_live_update(d.updates[-1]) is None
+    assert d.session.apply_live_update(update) is None
     assert d.keys("<return>").commit == before
 
 
 def test_an_update_for_another_reading_or_context_is_ignored(driven):
     d = driven()
-    d.keys(romaji("あめ"))
-    d.settle()
-    d.keys("<space>")
-    assert d.arrived.wait(TIMEOUT_S)
-    update = d.updates[-1]
+    update = d.convert_once("あめ")
     other_reading = ConversionUpdate(update.context, update.epoch, "はし", update.segments)
     other_context = ConversionUpdate(2, update.epoch, update.reading, update.segments)
     assert d.session.apply_live_update(other_reading) is None
@@ -221,7 +211,7 @@ def test_a_space_during_the_preparation_shows_its_lean_stage(driven, reference, 
     real = fused.model_candidates
 
     def held(slot, model, request, beam=True, greedy=True, stop=None):
-        if stop is not None and beam:   # the preparation's full stage: hold it there
+        if stop is not None and beam and request.reading == "あめ":   # its preparation's full stage: hold it
             reached.set()
             release.wait(TIMEOUT_S)
         return real(slot, model, request, beam, greedy, stop)

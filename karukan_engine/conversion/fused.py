@@ -527,7 +527,7 @@ class FusedConverter:
         first = self.prepared.first_answer(key)
         if first is not None:
             return first
-        prepared = self.prepared.claim(key, self._prepared_wait_s())
+        prepared = self.prepared.take(key, self._prepared_wait_s(), keep_claim=True)
         if prepared is not None:
             return prepared, True
         return self._converted(request, plan=LEAN_PLAN), False

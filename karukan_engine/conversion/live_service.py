@@ -74,8 +74,8 @@ PREPARE_DELAY_S = 0.100
 
 # A quick Space's model conversion replaces the one shown only this soon after Space: later the
 # user is reading the candidates (and a human reacts in about 0.2-0.3 s), so a change would be a
-# surprise. Unprepared, the bundled model's conversion takes 40-60 ms on a quiet 2-core machine
-# and ~150 on a loaded one (docs/benchmarks.md, "Quick Space").
+# surprise. With the bundled model it arrives 30-80 ms after Space at the median on a quiet
+# 2-core machine, up to ~180 at p95 (docs/benchmarks.md, "Quick Space").
 QUICK_SPACE_LIMIT_S = 0.300
 
 # The model's ranking of a suggestion list gives up past this (the list shown meanwhile is the

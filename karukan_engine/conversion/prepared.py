@@ -84,21 +84,30 @@ class PreparedConversions:
                 self.abandoned += 1
         preparation.ended.set()
 
-    def take(self, key: Hashable, wait_s: float) -> list[Segment] | None:
+    def _hit(self, key: Hashable) -> list[Segment] | None:
+        """The finished segments for `key`, counted as a hit (under the lock)."""
+        done = self._done.get(key)
+        if done is None:
+            return None
+        self._done.move_to_end(key)
+        self.hits += 1
+        return list(done)
+
+    def take(self, key: Hashable, wait_s: float, keep_claim: bool = False) -> list[Segment] | None:
         """The prepared segments for `key` (waiting up to wait_s for a preparation of it that is
-        under way), or None: convert as usual."""
+        under way), or None: convert as usual. keep_claim: such a preparation stays claimed
+        when the wait ends, so that it runs on past the Space that superseded it, for the
+        refinement that follows a quick Space."""
         with self._lock:
-            done = self._done.get(key)
-            if done is not None:
-                self._done.move_to_end(key)
-                self.hits += 1
-                return list(done)
+            found = self._hit(key)
+            if found is not None:
+                return found
             preparation = self._running.get(key)
             if preparation is None:
                 self.misses += 1
                 return None
             preparation.claimed.set()
-        if not preparation.ended.wait(wait_s):
+        if not preparation.ended.wait(wait_s) and not keep_claim:
             preparation.claimed.clear()   # too late for this Space: let it stop at its next stage
         with self._lock:
             found = preparation.segments
@@ -110,40 +119,17 @@ class PreparedConversions:
 
     def first_answer(self, key: Hashable) -> tuple[list[Segment], bool] | None:
         """What a quick Space can show at once: the prepared segments (True: final), or the lean
-        ones of a preparation under way (False; the preparation is claimed, see `claim`), or
-        None."""
+        ones of a preparation under way (False; the preparation stays claimed, as with
+        `take(keep_claim=True)`), or None."""
         with self._lock:
-            done = self._done.get(key)
-            if done is not None:
-                self._done.move_to_end(key)
-                self.hits += 1
-                return list(done), True
+            found = self._hit(key)
+            if found is not None:
+                return found, True
             preparation = self._running.get(key)
             if preparation is None or preparation.lean is None:
                 return None
             preparation.claimed.set()
             return list(preparation.lean), False
-
-    def claim(self, key: Hashable, wait_s: float = 0.0) -> list[Segment] | None:
-        """The prepared segments for `key`, waiting up to wait_s for a preparation of it under
-        way, or None. Unlike `take`, such a preparation stays claimed when the wait ends, so
-        that it runs on past the Space that superseded it, for the `take` that follows (a quick
-        Space's refinement)."""
-        with self._lock:
-            done = self._done.get(key)
-            if done is not None:
-                self._done.move_to_end(key)
-                self.hits += 1
-                return list(done)
-            preparation = self._running.get(key)
-            if preparation is None:
-                return None
-            preparation.claimed.set()
-        if wait_s > 0 and preparation.ended.wait(wait_s) and preparation.segments is not None:
-            with self._lock:
-                self.hits += 1
-            return list(preparation.segments)
-        return None
 
     def clear(self) -> None:
         with self._lock:

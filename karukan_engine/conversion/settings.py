@@ -92,10 +92,10 @@ class ConversionSettings:
     # Compute Space's conversion while the user pauses, so that Space finds it ready
     # (docs/conversion.md "Space prepared while the user pauses").
     prepare_space: bool = True
-    # With a live service (the desktop), Space shows the lattice and n-gram's conversion at
-    # once when its preparation is not ready, and the model's full conversion replaces it when it
-    # comes, unless a key came first (docs/conversion.md "Quick Space"). False: Space waits for
-    # the model's work that fits its budget.
+    # With a live service (the desktop) and a Space budget, Space shows the lattice and n-gram's
+    # conversion at once when its preparation is not ready, and the model's conversion replaces
+    # it when it comes, unless a key came first (docs/conversion.md "Quick Space"). False: Space
+    # waits for the model's work that fits its budget.
     quick_space: bool = True
     chunk_chars: int = 30
     chunk_symbols: int = 1
