@@ -142,6 +142,25 @@ def test_repeated_convert_is_stable(converter):
     assert converter.convert(request) == converter.convert(ConversionRequest(request.reading, fixed_lengths=(3,)))
 
 
+def test_the_reading_and_its_cut_lattices_are_both_kept(converter, monkeypatch):
+    from karukan_engine.lattice.converter import ANALYSIS_CACHE_SIZE
+
+    built: list[tuple] = []
+    real = converter.builder.build
+    monkeypatch.setattr(converter.builder, "build", lambda reading, cuts: built.append((reading, tuple(cuts)))
+                        or real(reading, cuts))
+    whole, cut = ConversionRequest("きょうはいいてんきですね"), ConversionRequest("きょうはいいてんきですね", fixed_lengths=(3,))
+    expected = [converter.convert(whole), converter.convert(cut)]
+    assert [converter.convert(whole), converter.convert(cut)] == expected and len(built) == 2   # as a fused Space asks
+    converter.record([("きょう", "京")])          # the user's data changed: analysed again
+    converter.convert(whole)
+    assert len(built) == 3
+    for i in range(ANALYSIS_CACHE_SIZE):           # bounded: the oldest go first
+        converter.convert(ConversionRequest("あめ" * (i + 1)))
+    converter.convert(whole)
+    assert len(built) == 3 + ANALYSIS_CACHE_SIZE + 1
+
+
 def test_left_context_connects_the_first_word(converter):
     reading = "みずにせんげんする"
     assert converter.live(ConversionRequest(reading)) == "水に宣言する"

@@ -49,6 +49,10 @@ SEGMENT_EXPANSIONS = 200
 # Segment candidates depend only on the span's text, its neighbours' POS ids and the user data,
 # so resizing or re-converting reuses the segments that did not change.
 SEGMENT_CACHE_SIZE = 256
+# Analyses kept: a fused Space needs the reading's lattice and the one cut where its best
+# candidate cuts (segments), and a preparation's two stages and a quick Space's refinement ask
+# for both again; one entry made each call rebuild the other's.
+ANALYSIS_CACHE_SIZE = 4
 
 
 class _Analysis:
@@ -80,7 +84,7 @@ class LatticeConverter:
         self.context = ContextAnalyzer(dictionary)
         self.use_context = True   # the first word connects to the end of request.left_context
         self._lock = threading.Lock()
-        self._cache: tuple[tuple, _Analysis] | None = None
+        self._cache: OrderedDict[tuple, _Analysis] = OrderedDict()
         self._segment_cache: OrderedDict[tuple, tuple[Candidate, ...]] = OrderedDict()
 
     @classmethod
@@ -95,7 +99,7 @@ class LatticeConverter:
     def clear_cache(self) -> None:
         """Forget the last analysis (benchmarks; the cache is otherwise keyed safely)."""
         with self._lock:
-            self._cache = None
+            self._cache.clear()
             self._segment_cache.clear()
 
     def data_version(self) -> tuple[int, int]:
@@ -116,13 +120,17 @@ class LatticeConverter:
         # the learned choice after a context depends on the context's last characters
         key = (request.reading, tuple(cuts), start, context_key(request.left_context), self._versions())
         with self._lock:
-            if self._cache is not None and self._cache[0] == key:
-                return self._cache[1]
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                return found
         lattice = self.builder.build(request.reading, cuts)
         space = SearchSpace(lattice, self.dictionary, 0, len(request.reading), bos_choices=start)
         analysis = _Analysis(lattice, space, cuts)
         with self._lock:
-            self._cache = (key, analysis)
+            self._cache[key] = analysis
+            while len(self._cache) > ANALYSIS_CACHE_SIZE:
+                self._cache.popitem(last=False)
         return analysis
 
     # -- Converter protocol --------------------------------------------------------------------
