@@ -51,11 +51,13 @@ class Continuer:
         self.char_of = {int(i): c for i, c in zip(self.kana_ids, (c for c, k in zip(KANA, known) if k))}
         end_ids = ngram.ids_of(ENDS)
         self.end_ids = np.unique(np.r_[BOUNDARY, end_ids[end_ids > BOUNDARY]]).astype(np.int64)
+        self.symbols = np.r_[self.kana_ids, self.end_ids]
 
     def continuations(self, text: str, context: str = "", max_chars: int = MAX_CHARS,
                       beam: int = BEAM, limit: int = 3) -> list[Continuation]:
         """Up to `limit` continuations of `text` of MIN_CHARS..max_chars kana, most likely
-        first (log P includes the end that follows them)."""
+        first (log P includes the end that follows them). A beam search: the search stops once
+        no open prefix beats the best finished one, so the first is the one to trust."""
         if not text:
             return []
         order = self.ngram.order
@@ -64,8 +66,7 @@ class Continuer:
         finished: dict[str, float] = {}
         for step in range(max_chars + 1):
             histories = [start + ids for _, ids in live]
-            symbols = np.r_[self.kana_ids, self.end_ids]
-            scores = self._next_scores(histories, symbols, order)   # (len(live), len(symbols))
+            scores = self._next_scores(histories, self.symbols, order)   # (len(live), len(symbols))
             kana_scores = scores[:, :len(self.kana_ids)]
             end_scores = np.logaddexp.reduce(scores[:, len(self.kana_ids):], axis=1)
             for (log_p, ids), end in zip(live, end_scores):
@@ -80,7 +81,7 @@ class Continuer:
             grown.sort(key=lambda item: -item[0])
             live = grown[:beam]
             if finished and live[0][0] < max(finished.values()):
-                break   # every longer continuation is already less likely than one found
+                break   # every longer continuation is already less likely than the best found
         ranked = sorted(finished.items(), key=lambda item: -item[1])[:limit]
         return [Continuation(t, p) for t, p in ranked]
 
