@@ -78,8 +78,8 @@ PREPARED_WAIT_CAP_S = 5.0
 FULL_PLAN = Option("beam")
 # Predictions offer the n-gram's continuation of the live text only when it is at least this
 # likely (continuation and the end after it) and the reading has this many characters: chosen
-# with examples/continuation_eval.py on held-out chat (docs/benchmarks.md, "Predictions: the
-# model's continuation").
+# with examples/continuation_eval.py on held-out chat (docs/benchmarks.md, "The model's
+# continuation in predictions").
 CONTINUATION_MIN_P = 0.3
 CONTINUATION_MIN_READING = 2
 # No model work beyond a greedy text typing decoded: a quick Space's first answer.
