@@ -217,17 +217,24 @@ class FusedConverter:
                     for text, nll, lm in zip(pool, nlls, self.ngram_scores(context, pool))]
         return rank(evidence, len(reading), weights)[0].surface
 
-    def ngram_scores(self, context: str, surfaces: Sequence[str]) -> list[float | None]:
-        """The n-gram's log P of each surface after the context; None while it loads, when it
-        failed to, or without one (build_fused_converter gives one only when the weights use it)."""
+    def _loaded_ngram(self):
+        """The character n-gram, or None while it loads, when it failed to, or without one
+        (build_fused_converter gives one only when the weights use it)."""
         handle = self.ngram
         if handle is None or not handle.ready():
             if handle is not None and handle.done() and not handle.ready():
                 # Once: a missing or damaged file leaves the ranking without the n-gram.
                 log.warning("character n-gram unavailable (%s); ranking without it", handle.error)
                 self.ngram = None
+            return None
+        return handle.wait(0)
+
+    def ngram_scores(self, context: str, surfaces: Sequence[str]) -> list[float | None]:
+        """The n-gram's log P of each surface after the context (None each without one)."""
+        ngram = self._loaded_ngram()
+        if ngram is None:
             return [None] * len(surfaces)
-        return [float(v) for v in handle.wait(0).score_many([(s, context) for s in surfaces])]
+        return [float(v) for v in ngram.score_many([(s, context) for s in surfaces])]
 
     def model_never_wins(self) -> bool:
         """With no lattice, model or alignment weight the model's text can only tie the
@@ -446,11 +453,21 @@ class FusedConverter:
     def convert(self, request: ConversionRequest) -> list[Segment]:
         if not request.reading or request.fixed_lengths or not self.ready_slots():
             return self.base.convert(request)
-        started = time.perf_counter()
-        prepared = self.prepared.take(self.prepared_key(request), self._prepared_wait_s())
-        if prepared is not None:
-            return prepared
-        return self._converted(request, started)
+        return self._converted_within(request, self.settings.space_budget_ms / 1000.0)
+
+    def _converted_within(self, request: ConversionRequest, limit: float,
+                          superseded: Callable[[], bool] | None = None) -> list[Segment] | None:
+        """Space's conversion within `limit` seconds (its budget, or less): a preparation of it
+        under way waited for up to its share (_prepared_wait_s), then the model work that fits
+        what is left. None: `superseded` said so after that wait."""
+        began = time.perf_counter()
+        found = self.prepared.take(self.prepared_key(request), self._prepared_wait_s(limit))
+        if found is not None or (superseded is not None and superseded()):
+            return found
+        if not math.isfinite(limit):
+            return self._converted(request, began)
+        # the plan gets what is left of `limit`: as if Space had started (budget - limit) before
+        return self._converted(request, began - (self.settings.space_budget_ms / 1000.0 - limit))
 
     def _converted(self, request: ConversionRequest, started: float | None = None,
                    stop: Callable[[], bool] | None = None, plan: Option | None = None) -> list[Segment]:
@@ -495,13 +512,8 @@ class FusedConverter:
         try:
             if self._quick_space():
                 # A quick Space that comes before the end shows this at once (15-20 ms of work).
-                lean = self._converted(request, None, should_stop, LEAN_PLAN)
-                if lean:
-                    len(lean[0].candidates)
-                preparation.lean = tuple(lean)
-            segments = self._converted(request, None, should_stop)
-            if segments:
-                len(segments[0].candidates)   # Space shows the first segment's list: build it now
+                preparation.lean = tuple(_listed(self._converted(request, None, should_stop, LEAN_PLAN)))
+            segments = _listed(self._converted(request, None, should_stop))
             if self.prepared_key(request) != key:
                 return False   # the user's data changed meanwhile: this result may be stale
             self.prepared.finish(preparation, segments)
@@ -527,7 +539,8 @@ class FusedConverter:
         first = self.prepared.first_answer(key)
         if first is not None:
             return first
-        prepared = self.prepared.take(key, self._prepared_wait_s(), keep_claim=True)
+        budget = self.settings.space_budget_ms / 1000.0
+        prepared = self.prepared.take(key, self._prepared_wait_s(budget), keep_claim=True)
         if prepared is not None:
             return prepared, True
         return self._converted(request, plan=LEAN_PLAN), False
@@ -548,19 +561,14 @@ class FusedConverter:
         budget = self.settings.space_budget_ms / 1000.0
         if not request.reading or request.fixed_lengths or not self.ready_slots() or math.isinf(budget):
             return None
-        began = time.perf_counter()
         limit = min(budget, ctx.remaining()) if ctx is not None else budget
-        found = self.prepared.take(self.prepared_key(request), PREPARED_WAIT_SHARE * limit)
-        if found is not None or (ctx is not None and ctx.cancelled()):
-            return found
-        # the plan gets what is left of `limit`: as if Space had started (budget - limit) before this call
-        return self._converted(request, started=began - (budget - limit))
+        return self._converted_within(request, limit, ctx.cancelled if ctx is not None else None)
 
-    def _prepared_wait_s(self) -> float:
-        """How long Space waits for its preparation still under way: a share of its budget
-        (then it converts within what is left), or the cap when it has none."""
-        budget = self.settings.space_budget_ms / 1000.0
-        return PREPARED_WAIT_SHARE * budget if math.isfinite(budget) else PREPARED_WAIT_CAP_S
+    @staticmethod
+    def _prepared_wait_s(limit: float) -> float:
+        """How long a Space with `limit` seconds waits for its preparation still under way: a
+        share of it (then it converts within what is left), or the cap when it has none."""
+        return PREPARED_WAIT_SHARE * limit if math.isfinite(limit) else PREPARED_WAIT_CAP_S
 
     def segments_for(self, request: ConversionRequest, best: Candidate,
                      others: Sequence[Candidate] = (), stop: Callable[[], bool] | None = None) -> list[Segment]:
@@ -653,12 +661,12 @@ class FusedConverter:
         """The n-gram's kana continuation of the live text of `request`, as a completion of
         the reading, when its probability reaches CONTINUATION_MIN_P (none while the n-gram
         loads, or without one)."""
-        handle = self.ngram
-        if handle is None or not handle.ready() or len(request.reading) < CONTINUATION_MIN_READING:
+        ngram = self._loaded_ngram()
+        if ngram is None or len(request.reading) < CONTINUATION_MIN_READING:
             return []
         with self._continuer_lock:
-            if self._continuer is None or self._continuer.ngram is not handle.wait(0):
-                self._continuer = Continuer(handle.wait(0))
+            if self._continuer is None or self._continuer.ngram is not ngram:
+                self._continuer = Continuer(ngram)
             continuer = self._continuer
         text = self.live_quick(request)
         return [Completion(text + c.text, source=Source.MODEL, reading=request.reading + c.text)
@@ -696,6 +704,14 @@ class FusedConverter:
             slot.close()
         # The base (a LatticeConverter) flushes its debounced learning on close.
         self.base.close()
+
+
+def _listed(segments: list[Segment]) -> list[Segment]:
+    """`segments` with the first one's candidate list built: the list Space shows, so that a
+    prepared Space does not build it."""
+    if segments:
+        len(segments[0].candidates)
+    return segments
 
 
 def _checkpoint(stop: Callable[[], bool] | None) -> None:

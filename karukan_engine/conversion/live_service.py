@@ -352,10 +352,12 @@ class LiveLink:
 
     def refine_conversion(self, epoch: int, request: ConversionRequest) -> None:
         """Ask for the model's conversion of a quick Space; it arrives through `deliver`."""
-        if self.defer is None:
+        def work() -> None:
             self.service.refine_conversion_for(self.context, epoch, request, self.deliver)
-            return
-        self.defer(epoch, lambda: self.service.refine_conversion_for(self.context, epoch, request, self.deliver), 0.0)
+        if self.defer is None:
+            work()
+        else:
+            self.defer(epoch, work, 0.0)   # once the Space's own reply is out
 
     def can_prepare(self) -> bool:
         """Whether asking for a preparation can do anything (a model ready, preparing on), so

@@ -226,12 +226,17 @@ class CharNgram:
         pos = np.minimum(np.searchsorted(keys, code), len(keys) - 1)
         return pos, keys[pos] == code
 
+    def history_ids(self, context: str) -> np.ndarray:
+        """The ids what comes after `context` is conditioned on: up to order - 1, from its last
+        sentence start (the start of the text, when the context is empty or short, or where a
+        newline in it is), that start's BOUNDARY included."""
+        history = np.r_[BOUNDARY, self.ids_of(context)].astype(np.int64)
+        return history[max(int(np.flatnonzero(history == BOUNDARY)[-1]), len(history) - (self.order - 1)):]
+
     def windows_of(self, text: str, context: str = "") -> tuple[np.ndarray, np.ndarray]:
         """The scoring windows of text's characters: up to order - 1 symbols before each, from
-        the context after its last sentence start (the start of the text, when the context is
-        empty or short, or where a newline in it is)."""
-        history = np.r_[BOUNDARY, self.ids_of(context)].astype(np.int64)
-        history = history[max(int(np.flatnonzero(history == BOUNDARY)[-1]), len(history) - (self.order - 1)):]
+        the context's history_ids on."""
+        history = self.history_ids(context)
         target = self.ids_of(text)
         h, n = len(history), len(target)
         if n == 0:

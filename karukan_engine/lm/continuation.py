@@ -61,7 +61,7 @@ class Continuer:
         if not text:
             return []
         order = self.ngram.order
-        start = self._history(context + text)
+        start = self.ngram.history_ids(context + text).tolist()
         live: list[tuple[float, list[int]]] = [(0.0, [])]
         finished: dict[str, float] = {}
         for step in range(max_chars + 1):
@@ -84,12 +84,6 @@ class Continuer:
                 break   # every longer continuation is already less likely than the best found
         ranked = sorted(finished.items(), key=lambda item: -item[1])[:limit]
         return [Continuation(t, p) for t, p in ranked]
-
-    def _history(self, text: str) -> list[int]:
-        """The last order - 1 ids before what comes next: from the last sentence start."""
-        ids = [BOUNDARY] + self.ngram.ids_of(text).tolist()
-        last_start = len(ids) - 1 - ids[::-1].index(BOUNDARY)
-        return ids[max(last_start, len(ids) - (self.ngram.order - 1)):]
 
     def _next_scores(self, histories: list[list[int]], symbols: np.ndarray, order: int) -> np.ndarray:
         """log P(symbol | history) for every history (rows) and symbol (columns)."""
