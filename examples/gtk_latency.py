@@ -1,4 +1,4 @@
-"""Per-key latency as a real GTK3 application sees it: Karukan beside ibus-mozc, in one run.
+"""Per-key latency as a real GTK3 application sees it: Karukan beside Mozc, in one run.
 
 Each engine gets its own private desktop (Xvfb, ibus-daemon or fcitx5) and the GTK test window
 (karukan_testing/gtk_app.py) with the framework's GTK im-module. Keys go in one at a time
@@ -15,10 +15,11 @@ the dictionary alone. Space is pressed once the preedit has been still for QUIET
 a late update of the last typed key (its suggestions, a model refinement) would otherwise be
 the first preedit change after Space and be taken for its answer.
 
-ibus-mozc's server refuses to run as root: when run as root, the Mozc desktop runs as the
-unprivileged --user (create it first: `useradd -m mozcuser`).
+Mozc runs in both frameworks (Debian's ibus-mozc and fcitx5-mozc), so each framework's figures
+have their own Mozc beside them. Mozc's server refuses to run as root: when run as root, the
+Mozc desktops run as the unprivileged --user (create it first: `useradd -m mozcuser`).
 
-    python examples/gtk_latency.py [--engines karukan-ibus,mozc-ibus,karukan-fcitx5]
+    python examples/gtk_latency.py [--engines karukan-ibus,mozc-ibus,karukan-fcitx5,mozc-fcitx5]
                                    [--repeats 3] [--no-model] [--settle-s 10] [--json out.json]
                                    [--quiet-ms 150] [--no-prepare] [--no-quick]
 
@@ -49,7 +50,10 @@ from karukan_testing.gtk_client import GtkClient, gtk_missing  # noqa: E402
 from karukan_testing.headless import HeadlessDesktop  # noqa: E402
 
 SENTENCES = ["kyouhaiitenkidesune", "watashinonamaehanakanodesu", "kaiginosiryouwookurimasu"]
-ENGINES = ("karukan-ibus", "mozc-ibus", "karukan-fcitx5")
+ENGINES = ("karukan-ibus", "mozc-ibus", "karukan-fcitx5", "mozc-fcitx5")
+# each engine's input method, as its framework names it
+INPUT_METHODS = {"karukan-ibus": "karukan", "mozc-ibus": "mozc-jp", "karukan-fcitx5": "karukan",
+                 "mozc-fcitx5": "mozc"}
 STEP_TIMEOUT_S = 10.0
 # Longer than a key's late updates take to arrive (suggestions start 10 ms after the key).
 QUIET_BEFORE_SPACE_S = 0.15
@@ -105,26 +109,27 @@ def select_ibus_engine(desktop: HeadlessDesktop, name: str) -> None:
     raise SystemExit(f"ibus-daemon never selected {name}")
 
 
-def select_fcitx5_karukan(desktop: HeadlessDesktop) -> None:
+def select_fcitx5_im(desktop: HeadlessDesktop, name: str) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         call = ["dbus-send", "--session", "--print-reply", "--dest=org.fcitx.Fcitx5", "/controller"]
-        run_as(desktop, call + ["org.fcitx.Fcitx.Controller1.SetCurrentIM", "string:karukan"])
-        if '"karukan"' in run_as(desktop, call + ["org.fcitx.Fcitx.Controller1.CurrentInputMethod"]).stdout:
+        run_as(desktop, call + ["org.fcitx.Fcitx.Controller1.SetCurrentIM", f"string:{name}"])
+        if f'"{name}"' in run_as(desktop, call + ["org.fcitx.Fcitx.Controller1.CurrentInputMethod"]).stdout:
             return
         time.sleep(0.2)
-    raise SystemExit("fcitx5 never switched to karukan")
+    raise SystemExit(f"fcitx5 never switched to {name}")
 
 
 def start(engine: str, desktop: HeadlessDesktop, use_model: bool, prepare: bool = True,
           quick: bool = True) -> GtkClient:
     model = [] if use_model else ["--no-model"]
-    if engine != "mozc-ibus" and not (prepare and quick):
+    mozc = engine.startswith("mozc")
+    if not mozc and not (prepare and quick):
         config = Path(desktop.env["XDG_CONFIG_HOME"]) / "karukan/config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(f"[conversion]\nprepare_space = {str(prepare).lower()}\n"
                           f"quick_space = {str(quick).lower()}\n")
-    if engine != "mozc-ibus":
+    if engine != "mozc-ibus":         # ibus-daemon owns its bus
         desktop.start_session_bus()
     desktop.start_xvfb()
     if engine == "karukan-ibus":
@@ -139,18 +144,19 @@ def start(engine: str, desktop: HeadlessDesktop, use_model: bool, prepare: bool 
             for path in (config.parent, config):
                 shutil.chown(path, desktop.user, desktop.user)
         desktop.start_ibus([])           # the system's components: mozc.xml
+    elif engine == "mozc-fcitx5":
+        desktop.start_fcitx5(["keyboard-us", "mozc"], ["dbus", "dbusfrontend", "keyboard", "mozc"])
     else:
         karukan(desktop, "install", "--user", "--no-ibus", *model)
         desktop.start_fcitx5(["keyboard-us", "karukan"], ["dbus", "dbusfrontend", "keyboard", "karukan"],
                              extra_env={"KARUKAN_FCITX5_STARTUP_MS": "120000"})
-    gtk = GtkClient(desktop, "fcitx" if engine.endswith("fcitx5") else "ibus", name=f"gtk-{engine}")
+    fcitx5 = engine.endswith("fcitx5")
+    gtk = GtkClient(desktop, "fcitx" if fcitx5 else "ibus", name=f"gtk-{engine}")
     gtk.focus("text")
-    if engine == "mozc-ibus":
-        select_ibus_engine(desktop, "mozc-jp")
-    elif engine == "karukan-ibus":
-        select_ibus_engine(desktop, "karukan")
+    if fcitx5:
+        select_fcitx5_im(desktop, INPUT_METHODS[engine])
     else:
-        select_fcitx5_karukan(desktop)
+        select_ibus_engine(desktop, INPUT_METHODS[engine])
     deadline = time.monotonic() + 180
     while True:                          # ready: "a" is answered with あ
         gtk.type("a")
@@ -160,7 +166,7 @@ def start(engine: str, desktop: HeadlessDesktop, use_model: bool, prepare: bool 
         except AssertionError:
             if time.monotonic() > deadline:
                 raise
-            if engine == "mozc-ibus":
+            if mozc:
                 gtk.keys("Hiragana_Katakana")     # Mozc may start in direct input
             gtk.command("clear")
     gtk.keys("Escape")
@@ -255,7 +261,7 @@ def main() -> int:
         return 1
     results = {}
     for engine in args.engines.split(","):
-        user = args.user if engine == "mozc-ibus" and os.geteuid() == 0 else None
+        user = args.user if engine.startswith("mozc") and os.geteuid() == 0 else None
         with HeadlessDesktop(user=user) as desktop:
             gtk = start(engine, desktop, not args.no_model, not args.no_prepare, not args.no_quick)
             time.sleep(args.settle_s)

@@ -19,7 +19,7 @@ machine the CPU columns are the estimate of an idle machine's wall time.
 
 A second table splits each row's mean CPU time per key into: decode (inside llama_decode), the
 dictionary lattice (the fused converter's calls into its DictionaryConverter), alignment
-(Aligner.align / best_with_prefix: reading-surface alignment of model text against the
+(Aligner.align_many / best_with_prefix: reading-surface alignment of model text against the
 dictionary) and the rest, which is Python: session, chunking, prompt building and
 tokenization, reranking, and the Python side of the llama.cpp calls.
 
@@ -90,7 +90,7 @@ def instrument(converter) -> dict[str, CpuMeter]:
     for name in ("live", "candidates", "convert"):
         setattr(converter.base, name, meters["lattice"].wrap(getattr(converter.base, name)))
     if converter.aligner is not None:
-        for name in ("align", "best_with_prefix"):
+        for name in ("align_many", "best_with_prefix"):   # align() goes through align_many
             if hasattr(converter.aligner, name):
                 setattr(converter.aligner, name, meters["align"].wrap(getattr(converter.aligner, name)))
     return meters

@@ -51,6 +51,7 @@ class Shown:
     properties: list[gv.Property] = field(default_factory=list)
     forwarded: list[tuple[int, int, bool]] = field(default_factory=list)
     window_updates: int = 0   # candidate window redraws: IBus (Update|Hide)LookupTable, fcitx5 UpdateClientSideUI
+    tables: list[list[str]] = field(default_factory=list)   # each candidate list shown, in order
 
 
 async def _call(bus: MessageBus, dest: str, path: str, iface: str, member: str, sig: str = "",
@@ -145,6 +146,8 @@ class IBusApp(_AppContext):
             visible = body[1]
             s.candidates = list(table.candidates) if visible else []
             s.candidate_cursor = table.cursor if visible and table.cursor_visible else -1
+            if s.candidates:
+                s.tables.append(s.candidates)
         elif msg.member == "HideLookupTable":
             s.window_updates += 1
             s.candidates, s.candidate_cursor = [], -1
@@ -207,6 +210,8 @@ class FcitxApp(_AppContext):
             preedit, cursor, aux_up, aux_down, cands, cand_index = body[:6]
             s.candidates = [text for _label, text in cands]
             s.candidate_cursor = cand_index if cands else -1
+            if s.candidates:
+                s.tables.append(s.candidates)
             s.aux = "".join(t for t, _f in aux_up)
         elif msg.member == "ForwardKey":
             s.forwarded.append((body[0], body[1], body[2]))

@@ -121,47 +121,57 @@ class Aligner:
 
     def align(self, reading: str, surface: str) -> Alignment | None:
         """The cheapest dictionary path that reads `reading` and writes exactly `surface`."""
-        if not reading or not surface:
-            return None
-        return self._search(reading, surface, prefix_only=False)
+        return self.align_many(reading, [surface])[0]
+
+    def align_many(self, reading: str, surfaces: Sequence[str]) -> list[Alignment | None]:
+        """align() of each surface, in one search: the N-best spellings of a reading mostly
+        share their beginnings, and a shared beginning is searched once (a surface's result is
+        exactly its own search's, ties included)."""
+        found: list[Alignment | None] = [None] * len(surfaces)
+        wanted = [k for k, surface in enumerate(surfaces) if surface]
+        if reading and wanted:
+            results = self._search(reading, [surfaces[k] for k in wanted], prefix_only=False)
+            for k, result in zip(wanted, results):
+                found[k] = result
+        return found
 
     def best_with_prefix(self, reading: str, prefix: str) -> Alignment | None:
         """The cheapest path whose surface starts with `prefix` (free after it)."""
         if not reading:
             return None
-        return self._search(reading, prefix, prefix_only=True)
+        return self._search(reading, [prefix], prefix_only=True)[0]
 
-    def _search(self, reading: str, surface: str, prefix_only: bool) -> Alignment | None:
-        n, m = len(reading), len(surface)
-        # best[(i, j)][rid] = (cost, previous (i, j, rid), word as AlignedWord's fields); j =
-        # surface chars written, capped at m in prefix mode where the surface is free once the
-        # prefix is written.
+    def _search(self, reading: str, surfaces: Sequence[str], prefix_only: bool) -> list[Alignment | None]:
+        """Viterbi over (reading position, node of the surfaces' prefix trie). In prefix mode
+        (one surface, the prefix) the node of the whole prefix is free: any word may follow."""
+        trie = _PrefixTrie(surfaces)
+        n = len(reading)
+        free_node = trie.node_of[surfaces[0]] if prefix_only else -1
+        # best[(i, node)][rid] = (cost, previous (i, node, rid), word as AlignedWord's fields)
         best: dict[tuple[int, int], dict[int, tuple[int, tuple | None, tuple | None]]] = {
             (0, 0): {0: (0, None, None)}
         }
         index = self._index(reading)
-        last_j = m if prefix_only else m - 1
+        pos = self.unknown_pos
         for i in range(n):
             by_first, cheapest = index[i]
-            for j in range(last_j + 1):
-                states = best.get((i, j))
+            # nodes in number order: each surface's prefixes shortest first, as one surface's
+            # search visits them, so the relaxations (and ties) into every node come in its order
+            for node, prefix in enumerate(trie.prefixes):
+                states = best.get((i, node))
                 if not states:
                     continue
-                free = j == m
-                # Which words may follow depends on (i, j) only, not on a state's POS: match them
-                # once, then relax from every state (in the index's order: a tie keeps the first).
-                steps = _steps(cheapest if free else by_first.get(surface[j], ()), surface, i, j, m, free,
-                               prefix_only)
-                if free or _same_char(reading[i], surface[j]):
-                    pos = self.unknown_pos
-                    # an unknown word: (reading, surface, lid, rid, known)
-                    steps.append(((reading[i], reading[i] if free else surface[j], pos, pos, False),
-                                  (i + 1, j if free else j + 1), pos, pos, UNKNOWN_CHAR_COST))
+                if node == free_node:
+                    steps = [((w_reading, w_surface, lid, rid, True), (i + len(w_reading), node), lid, rid, cost)
+                             for w_reading, w_surface, lid, rid, cost in cheapest]
+                    steps.append(((reading[i], reading[i], pos, pos, False), (i + 1, node), pos, pos, UNKNOWN_CHAR_COST))
+                else:
+                    steps = self._constrained_steps(trie, node, prefix, by_first, reading, i, prefix_only, free_node)
                 if not steps:
                     continue
                 lids = np.array([step[2] for step in steps], dtype=np.intp)
                 for rid, (cost, _, _) in list(states.items()):
-                    back = (i, j, rid)
+                    back = (i, node, rid)
                     for (word, at, _lid, w_rid, w_cost), connection in zip(steps, self.matrix[rid][lids].tolist()):
                         new = cost + connection + w_cost
                         targets = best.get(at)
@@ -170,7 +180,31 @@ class Aligner:
                         old = targets.get(w_rid)
                         if old is None or new < old[0]:
                             targets[w_rid] = (new, back, word)
-        final = best.get((n, m))
+        return [self._path(best, n, trie.node_of[surface]) for surface in surfaces]
+
+    def _constrained_steps(self, trie: "_PrefixTrie", node: int, prefix: str, by_first: dict,
+                           reading: str, i: int, prefix_only: bool, free_node: int) -> list[tuple]:
+        """((reading, surface, lid, rid, known), where it leads, lid, rid, cost) of each word
+        that continues some surface from `node` at reading position i: per next character,
+        the dictionary's words in the index's order, then the character as typed (unknown)."""
+        steps = []
+        pos = self.unknown_pos
+        for char, child in trie.children[node]:
+            for word_reading, w_surface, lid, w_rid, w_cost in by_first.get(char, ()):
+                target = trie.node_of.get(prefix + w_surface)
+                if target is None:
+                    if not (prefix_only and w_surface.startswith(trie.prefixes[free_node][len(prefix):])):
+                        continue
+                    target = free_node   # the word finishes the prefix and goes on
+                steps.append(((word_reading, w_surface, lid, w_rid, True), (i + len(word_reading), target),
+                              lid, w_rid, w_cost))
+            if _same_char(reading[i], char):
+                steps.append(((reading[i], char, pos, pos, False), (i + 1, child), pos, pos, UNKNOWN_CHAR_COST))
+        return steps
+
+    def _path(self, best: dict, n: int, node: int) -> Alignment | None:
+        """The cheapest finished path into (n, node), with its connection to the end."""
+        final = best.get((n, node))
         if not final:
             return None
         rid, (cost, back, word) = min(
@@ -186,21 +220,23 @@ class Aligner:
         return Alignment(_merge_unknown(words), total)
 
 
-def _steps(words, surface: str, i: int, j: int, m: int, free: bool, prefix_only: bool) -> list[tuple]:
-    """((reading, surface, lid, rid, known), where it leads, lid, rid, cost) for each dictionary
-    word usable at reading position i with j surface characters written, in the index's order."""
-    steps = []
-    for word_reading, w_surface, lid, w_rid, w_cost in words:
-        if free:
-            next_j = m
-        elif surface.startswith(w_surface, j):
-            next_j = j + len(w_surface)
-        elif prefix_only and w_surface.startswith(surface[j:]):
-            next_j = m   # the word finishes the prefix and goes on
-        else:
-            continue
-        steps.append(((word_reading, w_surface, lid, w_rid, True), (i + len(word_reading), next_j), lid, w_rid, w_cost))
-    return steps
+class _PrefixTrie:
+    """The prefixes of some surfaces, one node each, numbered after their parent's."""
+
+    def __init__(self, surfaces: Sequence[str]) -> None:
+        self.prefixes = [""]
+        self.node_of = {"": 0}
+        self.children: list[list[tuple[str, int]]] = [[]]   # (next character, its node), first seen first
+        for surface in surfaces:
+            node = 0
+            for end in range(1, len(surface) + 1):
+                child = self.node_of.get(surface[:end])
+                if child is None:
+                    child = self.node_of[surface[:end]] = len(self.prefixes)
+                    self.prefixes.append(surface[:end])
+                    self.children.append([])
+                    self.children[node].append((surface[end - 1], child))
+                node = child
 
 
 def _merge_unknown(words: Sequence[AlignedWord]) -> tuple[AlignedWord, ...]:

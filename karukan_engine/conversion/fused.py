@@ -402,7 +402,7 @@ class FusedConverter:
     def _weigh(self, model, request: ConversionRequest, pool: list[Candidate],
                score: bool = True, stop: Callable[[], bool] | None = None) -> list[Evidence]:
         """score False: no NLL pass, so no candidate carries the model's NLL (none is favoured).
-        stop: a preparation's check (untimed, between the NLL pass and each alignment)."""
+        stop: a preparation's check (untimed, before the NLL pass and the alignments)."""
         ranked = [c for c in pool if c.source != Source.VARIANT]
         surfaces = [c.surface for c in ranked]
         if score:
@@ -414,10 +414,10 @@ class FusedConverter:
         else:
             nlls = [None] * len(surfaces)
         lms = self.ngram_scores(request.left_context, surfaces)
-        evidence = []
-        for c, nll, lm in zip(ranked, nlls, lms):
-            _checkpoint(stop)
-            evidence.append(Evidence(c, self.path_cost(request.reading, c.surface), nll, _learning(c), lm))
+        _checkpoint(stop)
+        alignments = self.alignments(request.reading, surfaces)
+        evidence = [Evidence(c, a.cost if a is not None else None, nll, _learning(c), lm)
+                    for c, a, nll, lm in zip(ranked, alignments, nlls, lms)]
         return evidence + [Evidence(c) for c in pool if c.source == Source.VARIANT]
 
     def _verified(self, slot: ModelSlot, request: ConversionRequest, base: list[Candidate]) -> list[Candidate]:
@@ -431,19 +431,30 @@ class FusedConverter:
 
     def alignment(self, reading: str, surface: str) -> Alignment | None:
         """The dictionary words that read `reading` and write `surface` (cached; None: none)."""
+        return self.alignments(reading, [surface])[0]
+
+    def alignments(self, reading: str, surfaces: Sequence[str]) -> list[Alignment | None]:
+        """alignment() of each surface; those not cached are aligned in one search (they share
+        their beginnings)."""
         if self.aligner is None:
-            return None
-        key = (reading, surface)
+            return [None] * len(surfaces)
+        found: dict[str, Alignment | None] = {}
         with self._alignments_lock:
-            if key in self._alignments:
-                self._alignments.move_to_end(key)
-                return self._alignments[key]
-        found = self.aligner.align(reading, surface)
-        with self._alignments_lock:
-            self._alignments[key] = found
-            while len(self._alignments) > ALIGNMENT_CACHE:
-                self._alignments.popitem(last=False)
-        return found
+            for surface in surfaces:
+                key = (reading, surface)
+                if key in self._alignments:
+                    self._alignments.move_to_end(key)
+                    found[surface] = self._alignments[key]
+        missing = list(dict.fromkeys(s for s in surfaces if s not in found))
+        if missing:
+            aligned = self.aligner.align_many(reading, missing)
+            found.update(zip(missing, aligned))
+            with self._alignments_lock:
+                for surface, alignment in zip(missing, aligned):
+                    self._alignments[(reading, surface)] = alignment
+                while len(self._alignments) > ALIGNMENT_CACHE:
+                    self._alignments.popitem(last=False)
+        return [found[surface] for surface in surfaces]
 
     def path_cost(self, reading: str, surface: str) -> int | None:
         """Dictionary path cost of writing `reading` as `surface` (None: not writable so)."""

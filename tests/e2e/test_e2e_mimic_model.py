@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_support import eventually, karukan, need, run
+from e2e_support import eventually, karukan, need, need_fcitx5_addon, run
 from karukan_testing.app_clients import IBusApp
 
 pytest.importorskip("llama_cpp")
@@ -25,9 +25,19 @@ MARK_CHAR = "鬱"  # what the mimic writes
 
 @pytest.fixture(scope="module")
 def mimic_desktop(desktop):
+    install_mimic(desktop)
+    return desktop
+
+
+def install_mimic(desktop, framework: str = "ibus") -> None:
+    """The mimic as the registry's default model, the engine installed with it for `framework`
+    ("ibus" or "fcitx5"), whose daemon is then started (fcitx5: and the session bus before it)."""
     from tokenizers import Tokenizer
 
-    need("ibus-daemon", "dbus-daemon")
+    if framework == "ibus":
+        need("ibus-daemon", "dbus-daemon")
+    else:
+        need_fcitx5_addon()
     [token] = Tokenizer.from_file(str(ZENZ_TOKENIZER)).encode(MARK_CHAR, add_special_tokens=False).ids
     spec = mimic.small("zenz-v3-xsmall", n_layer=1, n_embd=256, n_head=4, n_ctx_train=256, always_token=token)
     gguf = mimic.build(spec, desktop.root / "models" / "zenz-v3-xsmall", ZENZ_TOKENIZER, n_threads=1)
@@ -35,9 +45,17 @@ def mimic_desktop(desktop):
     registry.write_text(f'default = "mimic"\n[models.mimic]\npath = "{gguf.parent}"\narch = "gpt2"\nn_vocab = 6000\n',
                         encoding="utf-8")
     desktop.env["KARUKAN_MODELS_TOML"] = str(registry)
-    karukan(desktop, "install", "--user", "--no-fcitx5")  # with the model
-    desktop.start_ibus([Path(desktop.env["XDG_DATA_HOME"]) / "ibus/component"])
-    return desktop
+    if framework == "fcitx5":
+        # the engine service is D-Bus activated, with the bus's environment: it must know the registry
+        assert desktop.session_address is None, "install_mimic starts the session bus for fcitx5"
+        desktop.start_session_bus()
+    if framework == "ibus":
+        karukan(desktop, "install", "--user", "--no-fcitx5")  # with the model
+        desktop.start_ibus([Path(desktop.env["XDG_DATA_HOME"]) / "ibus/component"])
+    else:
+        karukan(desktop, "install", "--user", "--no-ibus")
+        desktop.start_fcitx5(["keyboard-us", "karukan"], ["dbus", "dbusfrontend", "keyboard", "karukan"],
+                             extra_env={"KARUKAN_FCITX5_STARTUP_MS": "120000"})
 
 
 def test_the_engine_loads_the_installed_mimic_and_converts_with_it(mimic_desktop):
