@@ -141,6 +141,31 @@ def test_the_alignment_is_the_cheapest_path_whatever_the_connection_costs(parts,
         assert "".join(w.surface for w in alignment.words) == surface
 
 
+_PARTS = st.sampled_from([("きょう", "今日"), ("きょう", "京"), ("は", "は"), ("てんき", "転機"), ("てんき", "天気"),
+                          ("こうえん", "公園"), ("いい", "良い"), ("いい", "いい"), ("あ", "ア")])
+
+
+@given(st.lists(st.lists(_PARTS, min_size=1, max_size=5), min_size=1, max_size=6),
+       st.lists(st.integers(-200, 2000), min_size=9, max_size=9), st.sampled_from(["", "明日", "今日は"]))
+@settings(max_examples=150)
+def test_aligning_several_surfaces_at_once_gives_each_its_own_alignment(spellings, connections, stranger):
+    """The N-best of one reading share their beginnings, and align_many searches a shared
+    beginning once: each surface still gets exactly what aligning it alone gives (words, cost,
+    ties), whatever else is aligned beside it (other spellings, an unalignable one, a repeat)."""
+    lexicon = SmallLexicon([("きょう", "今日", 1, 100), ("きょう", "京", 1, 300), ("は", "は", 2, 10),
+                            ("は", "は", 1, 50), ("てんき", "転機", 1, 200), ("てんき", "天気", 1, 100),
+                            ("いい", "良い", 1, 150), ("いい", "いい", 2, 40), ("こうえん", "公園", 1, 100),
+                            ("きょうは", "今日は", 1, 90)])
+    lexicon.matrix = np.array(connections, dtype=np.int16).reshape(3, 3)
+    reading = "".join(r for r, _ in spellings[0])
+    surfaces = ["".join(s for _, s in parts) for parts in spellings if "".join(r for r, _ in parts) == reading]
+    surfaces += [stranger, surfaces[0]]
+    together = Aligner(lexicon).align_many(reading, surfaces)
+    alone = [Aligner(lexicon).align(reading, surface) for surface in surfaces]
+    assert together == alone
+    assert together[0] is not None   # spelled from the dictionary's words
+
+
 def test_with_the_system_dictionary():
     system = pytest.importorskip("karukan_engine.dictionary.system")
     try:
