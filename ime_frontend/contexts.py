@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
+import sys
 import time
 from concurrent.futures import Executor
 from typing import Any, Callable, Hashable, Iterable
@@ -43,6 +45,11 @@ log = logging.getLogger(__name__)
 ViewListener = Callable[[View], None]
 # How many times deferred work waits again for the session workers to be free (then it runs).
 MAX_POSTPONES = 20
+# How long a thread may hold the GIL while another waits for it (Python's default: 5 ms). A key
+# reaches the engine while live refinement or a preparation runs Python on a worker, and its
+# answer crosses threads (the bus loop, a session worker, the loop again): each crossing waited
+# for the running work's turn to end. KARUKAN_SWITCH_INTERVAL_MS overrides it (benchmarks).
+SWITCH_INTERVAL_S = 0.001
 
 
 class ContextHost:
@@ -221,6 +228,7 @@ class EngineCore:
     """The converter, worker threads and live-conversion scheduler shared by all contexts."""
 
     def __init__(self, converter: EngineConverter, workers: int = 1, config: Config | None = None) -> None:
+        favour_waiting_threads()
         self.converter = converter
         self.config = config
         # Clients take turns on the workers (ime_frontend.fair): a flood from one cannot starve others.
@@ -241,6 +249,16 @@ class EngineCore:
                 step()
             except Exception:  # shutting down: report, never crash on the way out
                 log.exception("converter %s() failed during shutdown", name)
+
+
+def favour_waiting_threads() -> None:
+    """Hand the GIL to a waiting thread after SWITCH_INTERVAL_S (or the override) of running."""
+    try:
+        interval = float(os.environ["KARUKAN_SWITCH_INTERVAL_MS"]) / 1000.0
+    except (KeyError, ValueError):
+        interval = SWITCH_INTERVAL_S
+    if interval > 0:
+        sys.setswitchinterval(interval)
 
 
 def build_core(use_model: bool = True, model_id: str | None = None, workers: int = 1) -> EngineCore:

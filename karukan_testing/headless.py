@@ -269,6 +269,7 @@ class HeadlessDesktop:
             check = subprocess.run(
                 ["dbus-send", "--session", "--print-reply", "--dest=org.fcitx.Fcitx5", "/controller",
                  "org.fcitx.Fcitx.Controller1.CheckUpdate"], env=self.env, capture_output=True,
+                user=self.user, group=self.user, extra_groups=[] if self.user else None,   # the bus's own user
             )
             if check.returncode == 0:
                 return proc

@@ -156,7 +156,7 @@ class Aligner:
         for i in range(n):
             by_first, cheapest = index[i]
             # nodes in number order: each surface's prefixes shortest first, as one surface's
-            # search visits them, so the relaxations (and ties) into every node come in its order
+            # search visits them, so a tie keeps the same (first) path as there
             for node, prefix in enumerate(trie.prefixes):
                 states = best.get((i, node))
                 if not states:
@@ -169,6 +169,8 @@ class Aligner:
                     steps = self._constrained_steps(trie, node, prefix, by_first, reading, i, prefix_only, free_node)
                 if not steps:
                     continue
+                # the words that may follow depend on (i, node), not on a state's POS: matched
+                # once, then relaxed from every state (in the index's order: a tie keeps the first)
                 lids = np.array([step[2] for step in steps], dtype=np.intp)
                 for rid, (cost, _, _) in list(states.items()):
                     back = (i, node, rid)
