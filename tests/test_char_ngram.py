@@ -195,6 +195,20 @@ def test_kneser_ney_matches_the_plain_python_reference(sentences, text, context,
         reference_kneser_ney(sentences, text, context, order), rel=1e-9, abs=1e-12)
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(kn_sentence, min_size=1, max_size=6).filter(lambda ss: any(ss)),
+       st.lists(st.tuples(st.text(st.sampled_from("ab日z\n"), max_size=6),
+                          st.sampled_from(["", "a", "日本", "ab\nb", "zz日"])), min_size=1, max_size=8),
+       st.integers(1, 5))
+def test_scoring_pairs_together_is_scoring_each_alone(sentences, pairs, order):
+    """score_many builds every pair's windows in one pass (a context shared by several pairs is
+    worked out once): each pair still gets the plain reference's log P, never its neighbour's."""
+    model = CharNgram.count(sentences, order=order)
+    together = model.score_many(pairs)
+    for (text, context), value in zip(pairs, together):
+        assert value == pytest.approx(reference_kneser_ney(sentences, text, context, order), rel=1e-9, abs=1e-12)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(kn_sentence, min_size=1, max_size=6).filter(lambda ss: any(ss)),
        st.text(st.sampled_from("ab日本z"), max_size=4), st.booleans())

@@ -233,36 +233,43 @@ class CharNgram:
         history = np.r_[BOUNDARY, self.ids_of(context)].astype(np.int64)
         return history[max(int(np.flatnonzero(history == BOUNDARY)[-1]), len(history) - (self.order - 1)):]
 
-    def windows_of(self, text: str, context: str = "") -> tuple[np.ndarray, np.ndarray]:
-        """The scoring windows of text's characters: up to order - 1 symbols before each, from
-        the context's history_ids on."""
-        history = self.history_ids(context)
-        target = self.ids_of(text)
-        h, n = len(history), len(target)
-        if n == 0:
-            return np.zeros((0, self.order), dtype=np.int64), np.zeros(0, dtype=np.int64)
-        padded = np.r_[np.full(self.order - 1, -1, dtype=np.int64), history, target]
-        windows = np.lib.stride_tricks.sliding_window_view(padded, self.order)[h:h + n]
-        lengths = np.minimum(self.order, h + 1 + np.arange(n))
-        return windows, lengths
-
     def score(self, text: str, context: str = "") -> float:
         """log P(text | context): the sum of its characters' log P, natural log."""
         return float(self.score_many([(text, context)])[0])
 
     def score_many(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """log P(text | context) for every (text, context), in one vectorised pass."""
-        all_windows, all_lengths, owner = [], [], []
-        for index, (text, context) in enumerate(pairs):
-            windows, lengths = self.windows_of(text, context)
-            all_windows.append(windows)
-            all_lengths.append(lengths)
-            owner.append(np.full(len(lengths), index, dtype=np.int64))
+        """log P(text | context) for every (text, context), in one vectorised pass.
+
+        Each pair becomes one run of ids: order - 1 fillers, the context's history_ids (each
+        distinct context worked out once: Space scores ten spellings after one context), then
+        the text. A text character's window is the order ids of its run ending at it, so it
+        never reaches into the run before."""
         out = np.zeros(len(pairs))
-        if not pairs or not sum(len(x) for x in all_lengths):
+        if not pairs:
             return out
-        scores = self.window_scores(np.concatenate(all_windows), np.concatenate(all_lengths))
-        np.add.at(out, np.concatenate(owner), scores)
+        histories: dict[str, np.ndarray] = {}
+        texts = [codepoints(normalise(text)) for text, _ in pairs]
+        lengths = np.array([len(t) for t in texts], dtype=np.int64)
+        if not lengths.sum():
+            return out
+        targets = _map_ids(np.concatenate(texts), self.chars)   # one lookup for every text
+        filler = np.full(self.order - 1, -1, dtype=np.int64)
+        runs, places, known = [], [], []
+        at, taken = 0, 0
+        for (_, context), n in zip(pairs, lengths.tolist()):
+            history = histories.get(context)
+            if history is None:
+                history = histories[context] = self.history_ids(context)
+            runs += [filler, history, targets[taken:taken + n]]
+            text_start = at + len(filler) + len(history)
+            places.append(np.arange(text_start, text_start + n))
+            known.append(len(history) + 1 + np.arange(n))   # symbols up to and including it
+            at, taken = text_start + n, taken + n
+        ids = np.concatenate(runs)
+        ends = np.concatenate(places)
+        windows = ids[ends[:, None] + np.arange(1 - self.order, 1)]
+        scores = self.window_scores(windows, np.minimum(self.order, np.concatenate(known)))
+        np.add.at(out, np.repeat(np.arange(len(pairs)), lengths), scores)
         return out
 
     def distinct(self) -> dict[int, int]:
