@@ -164,7 +164,8 @@ class Aligner:
                 if node == free_node:
                     steps = [((w_reading, w_surface, lid, rid, True), (i + len(w_reading), node), lid, rid, cost)
                              for w_reading, w_surface, lid, rid, cost in cheapest]
-                    steps.append(((reading[i], reading[i], pos, pos, False), (i + 1, node), pos, pos, UNKNOWN_CHAR_COST))
+                    steps.append(((reading[i], reading[i], pos, pos, False), (i + 1, node), pos, pos,
+                                  UNKNOWN_CHAR_COST))
                 else:
                     steps = self._constrained_steps(trie, node, prefix, by_first, reading, i, prefix_only, free_node)
                 if not steps:

@@ -1,6 +1,6 @@
-"""A quick Space through the real ibus-daemon and fcitx5 (docs/conversion.md "Quick Space"): Space answers
-at once with the dictionary's conversion, and the model's conversion follows as a later update
-of the same conversion, with no key in between. The model is the mimic (test_e2e_mimic_model),
+"""A quick Space through the real ibus-daemon and fcitx5 (docs/conversion.md "Quick Space"):
+Space answers at once with the dictionary's conversion, and the model's conversion follows as a
+later update of the same conversion, with no key in between. The model is the mimic (test_e2e_mimic_model),
 whose candidates are recognisable; the config gives it a Space budget (quick Space needs one)
 and no preparation, so every Space is answered quick, and live conversion is off, so typing
 decodes nothing the quick answer could already show."""
