@@ -108,7 +108,7 @@ def pools_for(pairs: Iterable[Pair], model_dir: Path = PACKAGE_MODEL_DIR, thread
             yield None
             continue
         yield Pool(prompt, ids, [len(nfkc(s)) for s in surfaces],
-                   [fused.path_cost(request.reading, s) for s in surfaces], gold,
+                   [a.cost if a is not None else None for a in fused.alignments(request.reading, surfaces)], gold,
                    len(request.reading), pair.source)
 
 
