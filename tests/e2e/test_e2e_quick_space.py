@@ -25,6 +25,7 @@ SPACE, RETURN, ESCAPE = 0x20, 0xFF0D, 0xFF1B
 # one-bunsetsu words: the mimic's whole-reading candidates become the segment's own
 WORDS = ["kanji", "tenki", "denwa", "jisho", "kaigi", "shiryou", "kaisha", "eiga", "tegami", "shukudai"]
 UPDATE_WAIT_S = 3.0
+SETTLE_S = 5.0
 
 
 @pytest.fixture(scope="module", params=["ibus", "fcitx5"])
@@ -67,14 +68,21 @@ def test_the_models_conversion_follows_a_quick_space(quick_desktop):
 
     async def body():
         app = await _connected(desktop, framework)
+        # The model loads and warms up in the background. Quick Spaces in the first seconds
+        # were seen to get no model conversion at all, for every word (about 1 run in 10;
+        # docs/conversion.md "Quick Space"): the test starts once that is over.
+        await asyncio.sleep(SETTLE_S)
         words = iter(WORDS)
+        tried = []   # (word, the Space's list, the lists after it): the failure message
 
         async def quick_then_refined():
             """One fresh word: True when its Space showed a list without the model's candidates
             and a later list with them; the model loads in the background, and until then
             Space is final."""
             word = next(words, None)
-            assert word is not None, "no quick Space was followed by the model's conversion"
+            assert word is not None, (f"no quick Space was followed by the model's conversion: {tried}\n"
+                                      + desktop.log_tail("dbus-daemon", 80) + desktop.log_tail("ibus-daemon", 80)
+                                      + desktop.log_tail("fcitx5", 40))
             for ch in word:
                 assert await app.tap(ord(ch))
             shown = len(app.shown.tables)
@@ -85,6 +93,7 @@ def test_the_models_conversion_follows_a_quick_space(quick_desktop):
                 await eventually(lambda: _async(_has_mark(app.shown.candidates)), timeout_s=UPDATE_WAIT_S)
             except AssertionError:
                 pass
+            tried.append((word, first[:3], [t[:3] for t in app.shown.tables[shown + 1:]]))
             if not _has_mark(first) and _has_mark(app.shown.candidates):
                 return True
             assert await app.tap(ESCAPE)     # back to the kana
