@@ -50,10 +50,10 @@ from karukan_testing.gtk_client import GtkClient, gtk_missing  # noqa: E402
 from karukan_testing.headless import HeadlessDesktop  # noqa: E402
 
 SENTENCES = ["kyouhaiitenkidesune", "watashinonamaehanakanodesu", "kaiginosiryouwookurimasu"]
-ENGINES = ("karukan-ibus", "mozc-ibus", "karukan-fcitx5", "mozc-fcitx5")
-# each engine's input method, as its framework names it
+# each engine's input method, as its framework names it (the engines, in the order they run)
 INPUT_METHODS = {"karukan-ibus": "karukan", "mozc-ibus": "mozc-jp", "karukan-fcitx5": "karukan",
                  "mozc-fcitx5": "mozc"}
+ENGINES = tuple(INPUT_METHODS)
 STEP_TIMEOUT_S = 10.0
 # Longer than a key's late updates take to arrive (suggestions start 10 ms after the key).
 QUIET_BEFORE_SPACE_S = 0.15

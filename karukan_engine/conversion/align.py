@@ -167,7 +167,7 @@ class Aligner:
                     steps.append(((reading[i], reading[i], pos, pos, False), (i + 1, node), pos, pos,
                                   UNKNOWN_CHAR_COST))
                 else:
-                    steps = self._constrained_steps(trie, node, prefix, by_first, reading, i, prefix_only, free_node)
+                    steps = self._constrained_steps(trie, node, prefix, by_first, reading, i, free_node)
                 if not steps:
                     continue
                 # the words that may follow depend on (i, node), not on a state's POS: matched
@@ -186,17 +186,18 @@ class Aligner:
         return [self._path(best, n, trie.node_of[surface]) for surface in surfaces]
 
     def _constrained_steps(self, trie: "_PrefixTrie", node: int, prefix: str, by_first: dict,
-                           reading: str, i: int, prefix_only: bool, free_node: int) -> list[tuple]:
+                           reading: str, i: int, free_node: int) -> list[tuple]:
         """((reading, surface, lid, rid, known), where it leads, lid, rid, cost) of each word
         that continues some surface from `node` at reading position i: per next character,
-        the dictionary's words in the index's order, then the character as typed (unknown)."""
+        the dictionary's words in the index's order, then the character as typed (unknown).
+        free_node: the prefix's node in prefix mode (-1 otherwise)."""
         steps = []
         pos = self.unknown_pos
         for char, child in trie.children[node]:
             for word_reading, w_surface, lid, w_rid, w_cost in by_first.get(char, ()):
                 target = trie.node_of.get(prefix + w_surface)
                 if target is None:
-                    if not (prefix_only and w_surface.startswith(trie.prefixes[free_node][len(prefix):])):
+                    if free_node < 0 or not w_surface.startswith(trie.prefixes[free_node][len(prefix):]):
                         continue
                     target = free_node   # the word finishes the prefix and goes on
                 steps.append(((word_reading, w_surface, lid, w_rid, True), (i + len(word_reading), target),

@@ -45,14 +45,13 @@ def install_mimic(desktop, framework: str = "ibus") -> None:
     registry.write_text(f'default = "mimic"\n[models.mimic]\npath = "{gguf.parent}"\narch = "gpt2"\nn_vocab = 6000\n',
                         encoding="utf-8")
     desktop.env["KARUKAN_MODELS_TOML"] = str(registry)
-    if framework == "fcitx5":
-        # the engine service is D-Bus activated, with the bus's environment: it must know the registry
-        assert desktop.session_address is None, "install_mimic starts the session bus for fcitx5"
-        desktop.start_session_bus()
     if framework == "ibus":
         karukan(desktop, "install", "--user", "--no-fcitx5")  # with the model
         desktop.start_ibus([Path(desktop.env["XDG_DATA_HOME"]) / "ibus/component"])
     else:
+        # the engine service is D-Bus activated, with the bus's environment: it must know the registry
+        assert desktop.session_address is None, "install_mimic starts the session bus for fcitx5"
+        desktop.start_session_bus()
         karukan(desktop, "install", "--user", "--no-ibus")
         desktop.start_fcitx5(["keyboard-us", "karukan"], ["dbus", "dbusfrontend", "keyboard", "karukan"],
                              extra_env={"KARUKAN_FCITX5_STARTUP_MS": "120000"})
