@@ -1,7 +1,7 @@
 """Bounded floods of pipelined D-Bus calls, and a quiet client timing its keys meanwhile.
 
 What a hostile or runaway local client does to the engine service: send thousands of calls
-without waiting for any answer. Used by the flood tests and examples/flood_bench.py, nothing at
+without waiting for any answer. Used by the flood tests and benchmarks/flood_bench.py, nothing at
 runtime. Every flood is bounded by a call count; only private buses are meant to be flooded.
 """
 

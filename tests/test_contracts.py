@@ -26,7 +26,7 @@ from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.core.types import Converter
 from karukan_engine.dictionary.system import DEFAULT_DIR
 from session_fakes import ScriptedConverter, SuggestingConverter
-from test_frontend_service import GatedModelConverter, SavingConverter
+from service_fakes import GatedModelConverter, SavingConverter
 
 ROOT = Path(__file__).resolve().parents[1]
 has_dictionary = (DEFAULT_DIR / "meta.json").is_file()

@@ -125,7 +125,7 @@ def test_unreadable_user_file(target):
             start_and_type(Path(sys.argv[1]))      # imports everything while it still can
             drop_privileges()
             print(json.dumps(start_and_type(Path(sys.argv[2]))))
-        """, str(warm), str(home), str(Path(__file__).parent))
+        """, str(warm), str(home), str(Path(__file__).parent / "support"))
         assert result.returncode == 0, result.stderr
         seen = json.loads(result.stdout.splitlines()[-1])
         check(home, target, "unreadable", data, None, seen)

@@ -8,7 +8,7 @@ for on another set). The model gets a say only if the best grid point fixes sign
 fit rows than it breaks (one-sided sign test, p < 0.05); otherwise the fitted weights give it
 none, so noise on the fit rows is not mistaken for a gain.
 
-Run through examples/fused_quality.py --fit, which samples the dev sets, fits on the even rows
+Run through benchmarks/fused_quality.py --fit, which samples the dev sets, fits on the even rows
 and scores every system on the odd ones.
 """
 
@@ -149,7 +149,7 @@ def request_of(item: EvalItem) -> ConversionRequest:
 
 def gather_evidence(fused: FusedConverter, slot: ModelSlot, items: Sequence[EvalItem]) -> list[list[Evidence]]:
     """What FusedConverter.candidates ranks, per item: the same base N-best, pool and evidence
-    (tests/test_conversion_fused_quality.py checks that ranking it gives exactly its answer)."""
+    (tests/benchmarks/test_conversion_fused_quality.py checks that ranking it gives exactly its answer)."""
     model = slot.get()
     evidence = []
     for item in items:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Record Mozc's first candidate page for each reading of a list (the Mozc side of
-examples/candidate_pages_eval.py).
+benchmarks/candidate_pages_eval.py).
 
 Mozc is driven through Debian's emacs-mozc-bin helper (`mozc_emacs_helper`), which speaks
 s-expressions on stdin/stdout to `mozc_server`: for each reading we type its romaji, press Space

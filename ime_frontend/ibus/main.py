@@ -4,7 +4,7 @@
 otherwise: register the component ourselves (RegisterComponent), for running by hand.
 
 --backend inprocess (default) runs the sessions in this process; --backend service forwards every
-context to the engine service on the session bus. Measured in examples/roundtrip_bench.py: the
+context to the engine service on the session bus. Measured in benchmarks/roundtrip_bench.py: the
 in-process engine saves the second D-Bus hop (see docs/benchmarks.md).
 
 Exit status 1 when the connection to ibus-daemon is lost without SIGTERM/SIGINT (the daemon

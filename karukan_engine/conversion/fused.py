@@ -78,7 +78,7 @@ PREPARED_WAIT_CAP_S = 5.0
 FULL_PLAN = Option("beam")
 # Predictions offer the n-gram's continuation of the live text only when it is at least this
 # likely (continuation and the end after it) and the reading has this many characters: chosen
-# with examples/continuation_eval.py on held-out chat (docs/benchmarks.md, "The model's
+# with benchmarks/continuation_eval.py on held-out chat (docs/benchmarks.md, "The model's
 # continuation in predictions").
 CONTINUATION_MIN_P = 0.3
 CONTINUATION_MIN_READING = 2
@@ -300,7 +300,7 @@ class FusedConverter:
                          stop: Callable[[], bool] | None = None) -> list[Candidate]:
         """The model's greedy and (with `beam`) beam outputs for the trailing chunk (earlier
         chunks keep their live text). Unarbitrated: the ranking weighs them, so the pool is the
-        same whatever the weights (examples/fused_quality.py fits the weights on one gathered
+        same whatever the weights (benchmarks/fused_quality.py fits the weights on one gathered
         pool). greedy False: the greedy text only if it was decoded lately (typing did).
         stop: a preparation's check (greedy steps and between stages); its timings are not
         Space's, so they are not recorded."""

@@ -1,6 +1,6 @@
 """Settings of the conversion pipeline: the `[conversion]` table of the config, with defaults.
 
-The fusion weights are fitted per model on the dev sets by `examples/fused_quality.py --fit`
+The fusion weights are fitted per model on the dev sets by `benchmarks/fused_quality.py --fit`
 (never on AJIMEE-Bench); FITTED_WEIGHTS holds the results, and the config's
 `[conversion.weights]` table overrides them.
 """
@@ -63,7 +63,7 @@ class FusionWeights:
         return self.nll > 0 or self.nll_total > 0 or (self.confident_nll is not None and self.uses_model_score)
 
 
-# Weights fitted for a model by `examples/fused_quality.py --fit` (even rows of the dev sets),
+# Weights fitted for a model by `benchmarks/fused_quality.py --fit` (even rows of the dev sets),
 # used when the config sets no [conversion.weights]. Models not listed get FusionWeights().
 # karukan-bundled (2.6 M, general-domain corpus, 195 minutes) with its Kneser-Ney character
 # 5-gram: grid over lattice, NLL, whole-surface NLL, n-gram, unaligned, gate and margin, no dev

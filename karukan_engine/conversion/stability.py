@@ -3,7 +3,7 @@
 The converter's best path for a reading that stops in the middle of a word ends in whatever
 short word the first kana of it spell: typing はなしています shows 花 before 話し, and
 きょうはいいてんき shows 今日は良い点ｋ while the k of き is pending. Each such guess is a
-flicker: text the user sees and will not commit (examples/flicker_replay.py counts them). Two
+flicker: text the user sees and will not commit (benchmarks/flicker_replay.py counts them). Two
 rules keep the tail as typed, for every live text (the dictionary's quick answer and the
 model's refinement alike):
 

@@ -8,7 +8,7 @@ need few more characters first. Dictionary completions start from two typed char
 Where a model is loaded, the best MODEL_POOL dictionary completions can be ranked again with
 the model's view of each given the left context (`blended`): its NLL of the spelling, in nats
 over the whole spelling, is added to the cost at Mozc's scale (about 500 cost units per nat).
-examples/suggest_model_eval.py measured it (docs/benchmarks.md).
+benchmarks/suggest_model_eval.py measured it (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -36,9 +36,9 @@ SAVED_STATES = 32  # evicted owners' sequence states kept (least recently used d
 # one token where the vocabulary has one, three UTF-8 byte tokens where it has not (the zenz /
 # jinen v1 vocabulary), so typing a kana changes 1 token (2 when a BPE merge crosses the edit)
 # and deleting one 0 in every family. Counting the mark as a change, as this rule first did,
-# never let a zenz-family model draft (examples/draft_acceptance_bench.py: 0 of 360 jobs). With
+# never let a zenz-family model draft (benchmarks/draft_acceptance_bench.py: 0 of 360 jobs). With
 # single-token marks the limit is the one measured with the bundled model on dev-set typing
-# (examples/speculative_bench.py, second table, where the mark counted: 1-2 changed tokens had
+# (benchmarks/speculative_bench.py, second table, where the mark counted: 1-2 changed tokens had
 # 3.2-3.8 draft tokens accepted at 0.76-1.0x the cost of no draft; a new sentence with a new
 # left context, >= 9, nothing accepted at 1.47x).
 AUTO_DRAFT_MAX_CHANGED = 2

@@ -118,7 +118,7 @@ def packed(pools: Sequence[Pool]) -> tuple[torch.Tensor, torch.Tensor, torch.Ten
 
 def candidate_nlls(model: CharGPT, pools: Sequence[Pool]) -> list[torch.Tensor]:
     """Per pool, each candidate's summed NLL of its surface + EOS (equal to scoring each one
-    alone after the prompt: tests/test_training_rerank.py)."""
+    alone after the prompt: tests/training/test_training_rerank.py)."""
     ids, positions, mask, reads = packed(pools)
     hidden = model.hidden(ids, positions, mask)
     pool_index, rows, targets, owners = [], [], [], []

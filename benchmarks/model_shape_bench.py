@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Speed of each published model shape through the session: key -> preedit with the model's live
+refinement, and Space -> candidates (greedy + beam + rerank), p50 / p95.
+
+Runs on mimic GGUFs (tools/build_mimic_models.py: random weights in the published shapes,
+vocabularies and Q5_K_M quantization). Their output means nothing, so every greedy conversion
+generates exactly --fixed-tokens tokens (stop tokens ignored; default 12) and beam search writes
+its whole budget (random weights practically never emit a stop token; a trained model stops
+sooner, so Space figures are upper bounds). The session converts synchronously, as
+`karukan keys` does: every typing key waits for the model, no deadline predictor, no cache
+carried over from a warm-up (a fresh converter types the measured sentences).
+
+Rows: typing (every romaji key), model key (the typing keys whose live refinement ran the model:
+a key that only adds a pending consonant, or whose chunks are cached, does not), convert
+(Space). Per row it reports wall time, process CPU time, and the CPU time inside llama_decode (the
+physical cost of the model's tokens; with --threads 1 llama.cpp computes in the calling thread,
+so it is exact). Wall time grows with contention for the CPU; CPU time does not, so on a busy
+machine the CPU columns are the estimate of an idle machine's wall time.
+
+A second table splits each row's mean CPU time per key into: decode (inside llama_decode), the
+dictionary lattice (the fused converter's calls into its DictionaryConverter), alignment
+(Aligner.align_many / best_with_prefix: reading-surface alignment of model text against the
+dictionary) and the rest, which is Python: session, chunking, prompt building and
+tokenization, reranking, and the Python side of the llama.cpp calls.
+
+    python tools/build_mimic_models.py
+    python benchmarks/model_shape_bench.py work_data/mimic/jinen-v1-xsmall work_data/mimic/jinen-v2-xsmall --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from karukan_engine.session import Session  # noqa: E402
+from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
+
+from session_bench import KEY_PATH_CONFIG, SENTENCES as SESSION_SENTENCES, percentile  # noqa: E402
+
+WARM_UP = "korehaundoushitemiruyoteidesu"
+# The session benchmark's first six sentences: fewer keys, as each one runs a large model.
+SENTENCES = SESSION_SENTENCES[:6]
+
+
+def converter_for(path: str, threads: int, fixed_tokens: int):
+    from karukan_engine.conversion.fused import FusedConverter
+    from karukan_engine.conversion.model_slot import ModelSlot
+    from karukan_engine.conversion.settings import ConversionSettings
+    from karukan_engine.lattice.converter import LatticeConverter
+    from karukan_engine.neural.model import ModelOptions
+    from karukan_engine.neural.registry import load_model_by_id_or_path
+
+    base = LatticeConverter.load_default()
+    model = load_model_by_id_or_path(path, ModelOptions(n_threads=threads))
+    slot = ModelSlot(model, path, fixed_tokens=fixed_tokens)
+    return FusedConverter(base, [slot], ConversionSettings(), lexicon=getattr(base, "dictionary", None)), model
+
+
+class CpuMeter:
+    """CPU seconds spent inside wrapped callables (outermost call only, so nesting counts once)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._depth = 0
+
+    def wrap(self, function):
+        def timed(*args, **kwargs):
+            self._depth += 1
+            started = time.process_time() if self._depth == 1 else None
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self._depth -= 1
+                if started is not None:
+                    self.seconds += time.process_time() - started
+        return timed
+
+
+def instrument(converter) -> dict[str, CpuMeter]:
+    """Meters for the lattice and the alignment, wrapped around this converter's own objects."""
+    meters = {"lattice": CpuMeter(), "align": CpuMeter()}
+    for name in ("live", "candidates", "convert"):
+        setattr(converter.base, name, meters["lattice"].wrap(getattr(converter.base, name)))
+    if converter.aligner is not None:
+        for name in ("align_many", "best_with_prefix"):   # align() goes through align_many
+            if hasattr(converter.aligner, name):
+                setattr(converter.aligner, name, meters["align"].wrap(getattr(converter.aligner, name)))
+    return meters
+
+
+def measure(converter) -> dict[str, list[tuple[float, ...]]]:
+    """Per key: (wall, CPU, decode, lattice, align) in ms."""
+    from karukan_engine.neural.runtime import decode_cpu_seconds
+
+    meters = instrument(converter)
+    session = Session(converter, KEY_PATH_CONFIG)
+    for _, keysym, mods in parse_keys(WARM_UP + "<space><Return>"):
+        session.process_key(keysym, mods)
+    rows: dict[str, list[tuple[float, float, float]]] = {"typing": [], "model key": [], "convert": []}
+    for sentence in SENTENCES:
+        for label, keysym, mods in parse_keys(sentence + "<space><Return>"):
+            wall, cpu, dec = time.perf_counter(), time.process_time(), decode_cpu_seconds()
+            lattice, align = meters["lattice"].seconds, meters["align"].seconds
+            session.process_key(keysym, mods)
+            sample = ((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000,
+                      (decode_cpu_seconds() - dec) * 1000, (meters["lattice"].seconds - lattice) * 1000,
+                      (meters["align"].seconds - align) * 1000)
+            kind = {"<space>": "convert", "<Return>": None}.get(label, "typing")
+            if kind:
+                rows[kind].append(sample)
+            if kind == "typing" and sample[2] > 0:  # a key whose refinement ran the model
+                rows["model key"].append(sample)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="+", help="mimic directories or GGUF paths (or models.toml ids)")
+    parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (default 1)")
+    parser.add_argument("--fixed-tokens", type=int, default=12, help="tokens per greedy conversion (default 12)")
+    parser.add_argument("--json", type=Path, help="write the rows here")
+    args = parser.parse_args()
+
+    out = []
+    breakdown = []
+    print(f"{len(SENTENCES)} sentences, greedy {args.fixed_tokens} tokens per conversion, {args.threads} llama.cpp "
+          f"thread(s), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+    print(f"{'model':<34}{'kind':<9}{'n':>4}{'wall p50':>10}{'p95':>8}{'CPU p50':>9}{'p95':>8}{'decode p50':>11}{'p95':>8}")
+    for path in args.models:
+        converter, model = converter_for(path, args.threads, args.fixed_tokens)
+        rows = measure(converter)
+        for kind, samples in rows.items():
+            walls, cpus, decs = ([s[i] for s in samples] for i in range(3))
+            row = {"model": path, "arch": model.llama.info.architecture, "n_vocab": model.llama.n_vocab,
+                   "file_mib": round(model.llama.path.stat().st_size / 2**20, 2), "kind": kind, "count": len(samples),
+                   "wall_p50_ms": round(percentile(walls, 0.5), 1), "wall_p95_ms": round(percentile(walls, 0.95), 1),
+                   "cpu_p50_ms": round(percentile(cpus, 0.5), 1), "cpu_p95_ms": round(percentile(cpus, 0.95), 1),
+                   "decode_p50_ms": round(percentile(decs, 0.5), 1), "decode_p95_ms": round(percentile(decs, 0.95), 1)}
+            out.append(row)
+            if samples:
+                means = [sum(s[i] for s in samples) / len(samples) for i in range(1, 5)]
+                # Two decimals, so the parts still add up to the total after rounding.
+                breakdown.append({"model": path, "kind": kind, "cpu_mean_ms": round(means[0], 2),
+                                  "decode_mean_ms": round(means[1], 2), "lattice_mean_ms": round(means[2], 2),
+                                  "align_mean_ms": round(means[3], 2),
+                                  "python_mean_ms": round(means[0] - means[1] - means[2] - means[3], 2)})
+            print(f"{Path(path).name:<34}{kind:<9}{row['count']:>4}{row['wall_p50_ms']:>10.1f}{row['wall_p95_ms']:>8.1f}"
+                  f"{row['cpu_p50_ms']:>9.1f}{row['cpu_p95_ms']:>8.1f}{row['decode_p50_ms']:>11.1f}{row['decode_p95_ms']:>8.1f}",
+                  flush=True)
+        converter.close() if hasattr(converter, "close") else model.close()
+    print("\nmean CPU ms per key: where the time goes")
+    print(f"{'model':<34}{'kind':<10}{'CPU':>8}{'decode':>8}{'lattice':>9}{'align':>7}{'Python':>8}")
+    for row in breakdown:
+        print(f"{Path(row['model']).name:<34}{row['kind']:<10}{row['cpu_mean_ms']:>8.1f}{row['decode_mean_ms']:>8.1f}"
+              f"{row['lattice_mean_ms']:>9.1f}{row['align_mean_ms']:>7.1f}{row['python_mean_ms']:>8.1f}")
+    if args.json:
+        payload = {"threads": args.threads, "fixed_tokens": args.fixed_tokens, "cpus": os.cpu_count(),
+                   "load_avg_end": os.getloadavg(), "rows": out, "breakdown": breakdown}
+        args.json.write_text(json.dumps(payload, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Session benchmark: key → view latency through the Session (romaji, state machine, converter).
+
+Types sentences key by key (romaji, then Space to convert and Return to commit) and times every
+process_key call, with the plain kana converter, the dictionary converter (the lattice, no model)
+and the default fused pipeline (dictionary + the bundled model, live conversion synchronous as in
+`karukan keys`; `--no-model` skips it). Nothing here needs the network. The learning history is a
+fresh temporary one: the user's is neither read (its words would change what is timed) nor
+written (the bench commits every sentence it types).
+
+    python benchmarks/session_bench.py                 # table on stdout
+    python benchmarks/session_bench.py --json out.json --repeats 20
+    python benchmarks/session_bench.py --model work_data/mimic/jinen-v2-xsmall --fixed-tokens 12 --repeats 1
+
+--model runs the fused pipeline on that model (a models.toml id or a GGUF path) instead of the
+default; --fixed-tokens N (random-weight mimics from tools/build_mimic_models.py) makes every
+greedy conversion generate exactly N tokens, stop tokens ignored, so timings mean something (beam
+search keeps its stops; random weights almost never emit one, so each beam writes its max_new).
+
+Rows: converter, key kind (typing = a romaji key in composition, convert = Space,
+commit = Return), count, p50_ms, p95_ms, max_ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from karukan_engine.config import Config, SuggestSettings  # noqa: E402
+from karukan_engine.conversion.plain import PlainConverter  # noqa: E402
+from karukan_engine.session import Session  # noqa: E402
+from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
+
+# Everyday sentences (romaji as typed), 12–30 kana each.
+SENTENCES = [
+    "kyouhaiitenkidesune",
+    "kaiginosiryouwookurimasu",
+    "ashitahaamegafurusoudesu",
+    "nihongonyuuryokuhamuzukashiikamoshiremasenn",
+    "shinkansennnokippuwoyoyakushimashita",
+    "konnshuunoyoteiwokakuninnshitekudasai",
+    "toukyouekimademachiawasewoshimashou",
+    "atarashiipasokonnwokaimashita",
+]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+# The key path as the engine service runs it: suggestions are found off it (suggest_bench.py
+# times them), so this session does without them rather than find them synchronously.
+KEY_PATH_CONFIG = Config(suggest=SuggestSettings(enabled=False))
+
+
+def measure(converter, repeats: int) -> dict[str, list[float]]:
+    session = Session(converter, KEY_PATH_CONFIG)
+    times: dict[str, list[float]] = {"typing": [], "convert": [], "commit": []}
+    keys = {s: list(parse_keys(s + "<space><Return>")) for s in SENTENCES}
+    for s in SENTENCES:  # warm-up: caches, lazy loads
+        for _, keysym, mods in keys[s]:
+            session.process_key(keysym, mods)
+    for _ in range(repeats):
+        for s in SENTENCES:
+            for label, keysym, mods in keys[s]:
+                start = time.perf_counter()
+                session.process_key(keysym, mods)
+                elapsed = (time.perf_counter() - start) * 1000
+                kind = {"<space>": "convert", "<Return>": "commit"}.get(label, "typing")
+                times[kind].append(elapsed)
+    return times
+
+
+def dictionary_converter():
+    try:
+        from karukan_engine.lattice.converter import LatticeConverter
+
+        return LatticeConverter.load_default()
+    except (ImportError, FileNotFoundError) as exc:
+        print(f"dictionary converter unavailable ({exc}); skipped", file=sys.stderr)
+        return None
+
+
+def fused_converter(model_id: str | None = None, fixed_tokens: int | None = None):
+    from karukan_engine.conversion.factory import ConverterOptions, build_converter
+    from karukan_engine.conversion.fused import FusedConverter
+
+    converter = build_converter(ConverterOptions(model_id=model_id, require_model=model_id is not None))
+    if not isinstance(converter, FusedConverter):
+        print("no model installed: fused pipeline skipped", file=sys.stderr)
+        return None
+    for slot in converter.slots:
+        slot.fixed_tokens = fixed_tokens
+    return converter
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as data_home:
+        os.environ["XDG_DATA_HOME"] = data_home   # a fresh learning history (user_files.data_dir)
+        return run()
+
+
+def run() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=10, help="passes over the sentences (default 10)")
+    parser.add_argument("--json", type=Path, help="write the rows and machine info here")
+    parser.add_argument("--no-model", action="store_true", help="skip the fused pipeline")
+    parser.add_argument("--model", help="the fused pipeline's model: a models.toml id or GGUF path (default: the default)")
+    parser.add_argument("--fixed-tokens", type=int, help="random-weight models: tokens every greedy conversion generates")
+    args = parser.parse_args()
+
+    converters = [("plain", PlainConverter())]
+    start = time.perf_counter()
+    lattice = dictionary_converter()
+    load_ms = (time.perf_counter() - start) * 1000
+    if lattice is not None:
+        converters.append(("dictionary", lattice))
+    fused = None if args.no_model else fused_converter(args.model, args.fixed_tokens)
+    if fused is not None:
+        converters.append(("fused", fused))
+
+    rows = []
+    for name, converter in converters:
+        for kind, values in measure(converter, args.repeats).items():
+            rows.append({"converter": name, "kind": kind, "count": len(values),
+                         "p50_ms": round(statistics.median(values), 3),
+                         "p95_ms": round(percentile(values, 0.95), 3),
+                         "max_ms": round(max(values), 3)})
+
+    print(f"{'converter':<11}{'kind':<9}{'count':>7}{'p50 ms':>10}{'p95 ms':>10}{'max ms':>10}")
+    for r in rows:
+        print(f"{r['converter']:<11}{r['kind']:<9}{r['count']:>7}{r['p50_ms']:>10.3f}{r['p95_ms']:>10.3f}{r['max_ms']:>10.3f}")
+    if lattice is not None:
+        print(f"dictionary load: {load_ms:.0f} ms")
+    if args.json:
+        info = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+                "load_avg": os.getloadavg(), "repeats": args.repeats, "dictionary_load_ms": round(load_ms, 1),
+                "model": args.model, "fixed_tokens": args.fixed_tokens}
+        args.json.write_text(json.dumps({"info": info, "rows": rows}, ensure_ascii=False, indent=2) + "\n",
+                             encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

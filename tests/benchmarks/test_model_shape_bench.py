@@ -1,0 +1,93 @@
+"""The per-shape speed benchmarks run end to end on a (tiny) mimic model: benchmarks/model_shape_bench.py,
+benchmarks/session_bench.py --model --fixed-tokens, benchmarks/typing_replay_bench.py --random-weights,
+benchmarks/draft_acceptance_bench.py; and the decode CPU counter they read counts llama_decode's work."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+
+from karukan_engine.dictionary.system import DEFAULT_DIR  # noqa: E402
+from karukan_testing import mimic  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+ZENZ_TOKENIZER = REPO / "tests" / "fixtures" / "zenz-char-tokenizer" / "tokenizer.json"
+needs_dictionary = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
+
+
+@pytest.fixture(scope="module")
+def tiny_mimic(tmp_path_factory):
+    spec = mimic.small("jinen-v1-xsmall", n_layer=1, n_embd=256, n_head=4, n_ctx_train=256)
+    return mimic.build(spec, tmp_path_factory.mktemp("mimic") / "jinen-v1-xsmall", ZENZ_TOKENIZER, n_threads=1).parent
+
+
+def _run(args, tmp_path):
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    run = subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def test_decode_cpu_counter_counts_llama_decode(tiny_mimic):
+    from karukan_engine.neural.model import ModelOptions, load_model
+    from karukan_engine.neural.runtime import decode_cpu_seconds
+
+    with load_model(tiny_mimic, ModelOptions(n_threads=1)) as model:
+        prompt = model.prompt_ids("きょうはいいてんきですね")
+        before = decode_cpu_seconds()
+        model.prompt_ids("かんじ")  # tokenizing alone decodes nothing
+        assert decode_cpu_seconds() == before
+        model.greedy_decoder().generate(prompt, 4, frozenset())
+        assert decode_cpu_seconds() > before
+
+
+@needs_dictionary
+def test_model_shape_bench_reports_every_key_kind(tiny_mimic, tmp_path):
+    out = tmp_path / "shapes.json"
+    _run([REPO / "benchmarks" / "model_shape_bench.py", tiny_mimic, "--fixed-tokens", "3", "--json", out], tmp_path)
+    rows = {r["kind"]: r for r in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {"typing", "model key", "convert"}
+    assert rows["model key"]["count"] > 0 and rows["model key"]["decode_p50_ms"] > 0  # the model ran live
+    assert rows["convert"]["decode_p50_ms"] > 0 and rows["convert"]["arch"] == "gpt2"
+    for row in rows.values():
+        assert row["count"] > 0 and row["wall_p50_ms"] <= row["wall_p95_ms"]
+    split = {r["kind"]: r for r in json.loads(out.read_text())["breakdown"]}
+    assert set(split) == set(rows)
+    assert split["model key"]["decode_mean_ms"] > 0 and split["model key"]["lattice_mean_ms"] > 0
+    assert split["convert"]["align_mean_ms"] > 0    # Space aligns the model's candidates
+    for row in split.values():
+        parts = row["decode_mean_ms"] + row["lattice_mean_ms"] + row["align_mean_ms"] + row["python_mean_ms"]
+        assert abs(parts - row["cpu_mean_ms"]) < 0.05 and row["python_mean_ms"] > -0.2
+
+
+@needs_dictionary
+def test_draft_acceptance_bench_sees_drafts_with_the_zenz_vocabulary(tiny_mimic, tmp_path):
+    """The jinen v1 / zenz vocabulary writes the output mark as three byte tokens; typing must
+    still reuse the previous output as a draft (it did not while the mark counted as a change)."""
+    out = tmp_path / "drafts.json"
+    _run([REPO / "benchmarks" / "draft_acceptance_bench.py", tiny_mimic, "--fixed-tokens", "3", "--repeats", "1",
+          "--json", out], tmp_path)
+    [row] = json.loads(out.read_text())["rows"]
+    assert row["random_weights"] and row["model_keys"] > 0 and row["greedy_jobs"] >= row["model_keys"]
+    assert row["jobs_with_draft"] > 0 and 0 <= row["accepted_tokens"] <= row["drafted_tokens"]
+    assert row["decode_calls"]["no_draft"] > 0 and row["decoded_tokens"]["no_draft"] > 0
+
+
+@needs_dictionary
+def test_session_and_replay_benches_take_a_mimic_with_fixed_tokens(tiny_mimic, tmp_path):
+    out = tmp_path / "session.json"
+    _run([REPO / "benchmarks" / "session_bench.py", "--model", tiny_mimic, "--fixed-tokens", "3", "--repeats", "1",
+          "--json", out], tmp_path)
+    data = json.loads(out.read_text())
+    assert data["info"]["fixed_tokens"] == 3 and data["info"]["model"] == str(tiny_mimic)
+    assert {r["kind"] for r in data["rows"] if r["converter"] == "fused"} == {"typing", "convert", "commit"}
+    replay = tmp_path / "replay.json"
+    text = _run([REPO / "benchmarks" / "typing_replay_bench.py", "--model", tiny_mimic, "--random-weights",
+                 "--fixed-tokens", "3", "--sessions", "1", "--modes", "burst", "--sentences", "1", "--json", replay], tmp_path)
+    assert "3 generated tokens per chunk" in text
+    assert json.loads(replay.read_text())["random_weights"] is True

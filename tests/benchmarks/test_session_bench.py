@@ -1,0 +1,31 @@
+"""benchmarks/session_bench.py runs end to end on every converter, the default fused one included."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+
+from karukan_engine.dictionary.system import DEFAULT_DIR  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
+def test_session_bench_times_every_converter_and_key_kind(tmp_path):
+    out = tmp_path / "session.json"
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "session_bench.py"), "--repeats", "1",
+                          "--json", str(out)], capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert {(r["converter"], r["kind"]) for r in rows} == {
+        (c, k) for c in ("plain", "dictionary", "fused") for k in ("typing", "convert", "commit")}
+    for row in rows:
+        assert row["count"] > 0 and 0 <= row["p50_ms"] <= row["p95_ms"] <= row["max_ms"]
+    # The bench commits every sentence it types: into a history of its own, not the user's.
+    assert not (tmp_path / "data" / "karukan" / "learning.json").exists()
