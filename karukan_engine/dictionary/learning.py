@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from karukan_engine.dictionary.eviction import WeakestFirst
 from karukan_engine.dictionary.saver import DebouncedSaver
 from karukan_engine.core.user_files import (
     MAX_DATA_BYTES,
@@ -44,9 +45,9 @@ CONTEXT_CHARS = 2
 # One more use counts as much as being this many commits more recent.
 FREQUENCY_WEIGHT = 10
 # Background saves: this long after the last change, and at most this long after the first
-# unsaved one.
+# unsaved one (so a crash during steady typing loses at most a few seconds of choices).
 SAVE_DELAY_S = 2.0
-MAX_SAVE_DELAY_S = 30.0
+MAX_SAVE_DELAY_S = 5.0
 
 
 def default_path() -> Path:
@@ -89,6 +90,8 @@ class LearningStore:
         # the same pairs under their left context: (context, reading, surface)
         self._in_context: dict[tuple[str, str, str], _Use] = {}
         self._by_context: dict[tuple[str, str], set[str]] = {}
+        self._weakest = WeakestFirst()              # eviction order of _uses
+        self._weakest_in_context = WeakestFirst()   # and of _in_context
         self._tick = 0
         self.version = 0   # bumps on every change so callers can drop caches
         self._saved_version = 0
@@ -159,9 +162,16 @@ class LearningStore:
         with self._lock:
             self._tick += 1
             _use_again(self._uses, self._by_reading, (reading, surface), reading, surface, self._tick)
-            if key and not _echoes(key, self._by_reading[reading]):
+            self._weakest.note((reading, surface), self._uses)
+            if key and _echoes(key, self._by_reading[reading]):
+                # Not learned in this context, but it is now the last choice made there: what the
+                # context held for the reading is older, and must not win once the spelling that
+                # made it an echo is evicted.
+                self._drop_context_group(key, reading)
+            elif key:
                 _use_again(self._in_context, self._by_context, (key, reading, surface), (key, reading),
                            surface, self._tick)
+                self._weakest_in_context.note((key, reading, surface), self._in_context)
             self._evict(keep=(reading, surface), keep_in_context=(key, reading, surface))
             self.version += 1
         self._changed()
@@ -185,18 +195,38 @@ class LearningStore:
             self._by_reading.clear()
             self._in_context.clear()
             self._by_context.clear()
+            self._weakest.rebuild({})
+            self._weakest_in_context.rebuild({})
             self.version += 1
         self._changed()
 
     def _evict(self, keep: tuple = (), keep_in_context: tuple = ()) -> None:
-        """Bring both tables under their bounds; `keep` (the choice just made) always stays, so
-        the last choice wins the next time even in a full store."""
-        for key in _weakest(self._uses, self.max_entries, keep):
+        """Bring both tables under their bounds, the weakest entry first, one at a time; `keep`
+        (the choice just made) always stays, so the last choice wins the next time even in a full
+        store."""
+        while len(self._uses) > self.max_entries:
+            key = self._weakest.pop(self._uses, keep)
+            if key is None:
+                break
             del self._uses[key]
             _unindex(self._by_reading, key[0], key[1])
-        for key in _weakest(self._in_context, self.max_context_entries, keep_in_context):
-            del self._in_context[key]
-            _unindex(self._by_context, key[:2], key[2])
+        while len(self._in_context) > self.max_context_entries:
+            key = self._weakest_in_context.pop(self._in_context, keep_in_context)
+            if key is None:
+                break
+            evicted = self._in_context[key].last
+            group = self._by_context[key[:2]]
+            if all(self._in_context[(*key[:2], s)].last <= evicted for s in group):
+                # its context's last choice: the older ones would answer in its place
+                self._drop_context_group(key[0], key[1])
+            else:
+                del self._in_context[key]
+                _unindex(self._by_context, key[:2], key[2])
+
+    def _drop_context_group(self, key: str, reading: str) -> None:
+        """Forget what was chosen for `reading` after context `key`."""
+        for surface in self._by_context.pop((key, reading), ()):
+            del self._in_context[(key, reading, surface)]
 
     # -- persistence ---------------------------------------------------------------------------
     def _changed(self) -> None:
@@ -278,6 +308,8 @@ class LearningStore:
         self._in_context = in_context
         for key, reading, surface in in_context:
             self._by_context.setdefault((key, reading), set()).add(surface)
+        self._weakest.rebuild(self._uses)
+        self._weakest_in_context.rebuild(self._in_context)
         self._evict()
 
 
@@ -305,15 +337,6 @@ def _unindex(index: dict, group, surface: str) -> None:
         surfaces.discard(surface)
         if not surfaces:
             del index[group]
-
-
-def _weakest(uses: dict, bound: int, keep: tuple = ()) -> list:
-    """The keys to evict to bring `uses` under `bound`, lowest score first, never `keep`."""
-    excess = len(uses) - bound
-    if excess <= 0:
-        return []
-    excess += bound // 10   # a little slack so a full store does not sort per commit
-    return sorted((k for k in uses if k != keep), key=lambda k: uses[k].score())[:excess]
 
 
 MAX_FIELD_CHARS = 1024   # above the session's longest composition (1000)

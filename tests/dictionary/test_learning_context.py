@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from karukan_engine.config import Config, SessionSettings
@@ -336,15 +336,33 @@ def test_property_each_context_returns_its_last_choice(tmp_path_factory, history
                 assert sorted(got) == sorted(set(per_reading))
 
 
+def _answers_its_last_choice(store: LearningStore, history) -> None:
+    """What a context says for a reading, when it says anything, is the last choice made for
+    that reading after that context: never an older one left standing by an eviction."""
+    for context in CONTEXTS:
+        for reading in READINGS:
+            said = store.chosen_after(reading, context)
+            if said is not None:
+                made = [s for c, r, s in history if context_key(c) == context_key(context) and r == reading]
+                assert said == made[-1], (context, reading)
+
+
 @settings(max_examples=100, deadline=None)
 @given(history=events, bound=st.integers(1, 6))
+# Issue 29: A was chosen after の while の (a spelling of the reading) made the context an echo,
+# so the context kept B; evicting の let that stale B beat the last choice.
+@example(history=[("の", "しりょう", "B"), ("", "しりょう", "の"), ("の", "しりょう", "A")], bound=1)
+# The context's last choice (B, used once) evicted before its older, more used A: A must not answer.
+@example(history=[("会議の", "しりょう", "A")] * 3 + [("会議の", "しりょう", "B"), ("動物の", "きしゃ", "A")],
+         bound=2)
 def test_property_bounds_hold_and_the_last_choice_survives(tmp_path_factory, history, bound):
     path = tmp_path_factory.mktemp("bound") / "l.json"
     store = LearningStore(path, save_delay=None, max_entries=bound, max_context_entries=bound)
-    for context, reading, surface in history:
+    for step, (context, reading, surface) in enumerate(history, 1):
         store.record(reading, surface, context)
         assert len(store) <= bound and store.context_entries <= bound
         assert store.lookup(reading, context)[0] == surface
+        _answers_its_last_choice(store, history[:step])
     assert store.save()
     again = LearningStore(path, save_delay=None, max_entries=bound, max_context_entries=bound)
     for context in CONTEXTS:
