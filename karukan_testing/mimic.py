@@ -2,14 +2,20 @@
 published jinen / zenz GGUFs, so that loading, tokenization and speed can be checked without the
 real files (speed does not depend on weight values).
 
-- zenz v3 / jinen v1 (GPT-2): the real zenz 6,000-symbol byte-level BPE tokenizer (tokenizer.json
-  given by path), written into the GGUF as a "gpt2" vocabulary with its merges and the zenz GGUF
-  metadata as published: pre-tokenizer "gpt2-small-japanese-char" and bos 1 / eos 2 (the loader
-  must repair both; see runtime.fixups). tokenizer.json lies beside the GGUF.
+- zenz v3 (GPT-2): the real zenz 6,000-symbol byte-level BPE tokenizer (tokenizer.json given by
+  path), written into the GGUF as a "gpt2" vocabulary with its merges and the zenz GGUF metadata
+  as published: pre-tokenizer "gpt2-small-japanese-char" and bos 1 / eos 2 (the loader must
+  repair both; see runtime.fixups). tokenizer.json lies beside the GGUF.
+- jinen v1 (GPT-2): a 32k byte-level BPE over single characters (its real vocabulary is not
+  published; the parameter counts point to about 32,000 tokens, docs/benchmarks.md) whose marks
+  are single tokens, as upstream's own test expects of jinen-v1-xsmall: <unk> <s> </s> <pad>,
+  the three marks, the 256 byte symbols, then characters with the merges that build them; in the
+  GGUF a "gpt2" vocabulary with pre-tokenizer "gpt-2".
 - jinen v2 (Qwen3): a 32k SentencePiece-style vocabulary (<unk> <s> </s>, 256 <0xNN> byte
   tokens, characters, kana bigram pieces) with the marks U+EE00, U+EE01, U+EE02 as single tokens
-  at 32000-32002; in the GGUF an SPM ("llama") vocabulary whose scores follow the BPE merge
-  ranks of the tokenizer.json beside it, so both tokenize alike.
+  at 32000-32002; tokenizer.json is a SentencePiece BPE with byte fallback and a Metaspace
+  pre-tokenizer (a `▁` before the first word of a text); in the GGUF an SPM ("llama")
+  vocabulary whose scores follow the BPE merge ranks of the tokenizer.json.
 
 Weights are written f32, then quantized by llama.cpp (Q5_K_M by default, the published files'
 type). `build(spec, directory)` writes `directory/<file>` and `directory/tokenizer.json`.
@@ -28,6 +34,7 @@ import numpy as np
 
 from karukan_engine.neural.char_vocab import TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_USER_DEFINED
 from karukan_engine.neural.prompt import CONTEXT_MARK, INPUT_MARK, OUTPUT_MARK
+from karukan_engine.neural.tokenizer import byte_level_alphabet
 from karukan_testing.tiny_models import block_tensors
 
 SPACE_PIECE = "\u2581"
@@ -36,6 +43,11 @@ FTYPES = {"F32": 0, "F16": 1, "Q8_0": 7, "Q4_K_M": 15, "Q5_K_M": 17}
 ZENZ_PRE = "gpt2-small-japanese-char"
 JINEN_V2_VOCAB = 32003
 JINEN_V2_MARKS = (INPUT_MARK, OUTPUT_MARK, CONTEXT_MARK)  # ids vocab-3, vocab-2, vocab-1
+JINEN_V1_VOCAB = 32000
+JINEN_V1_SPECIALS = ("<unk>", "<s>", "</s>", "<pad>", INPUT_MARK, OUTPUT_MARK, CONTEXT_MARK)
+# Characters a small vocabulary takes before the CJK block in code point order (test fixtures).
+COMMON_CHARS = ("ー・、。「」『』（）！？〜…　" "日本語漢字変換今日明天気東京都大学生私公園講演後援感子政治家"
+                "歯科医番組司会箸橋端持早稲田会議資料送雨雪山川時間人物事行来見言思書読話電車駅前中後上下")
 
 
 @dataclass(frozen=True)
@@ -49,8 +61,8 @@ class MimicSpec:
     n_head_kv: int | None = None   # qwen3 (GQA); None = n_head
     head_dim: int | None = None    # qwen3; None = n_embd // n_head
     n_ff: int | None = None        # None = 4 * n_embd (gpt2)
-    vocab: str = "zenz"            # "zenz" (tokenizer.json given) | "jinen-v2" (generated)
-    vocab_size: int = JINEN_V2_VOCAB  # jinen-v2 only (zenz: the tokenizer's size)
+    vocab: str = "zenz"            # "zenz" (tokenizer.json given) | "jinen-v1" | "jinen-v2" (generated)
+    vocab_size: int = JINEN_V2_VOCAB  # jinen-v1 / jinen-v2 (zenz: the tokenizer's size)
     n_ctx_train: int = 1024
     quant: str = "Q5_K_M"
     seed: int = 0
@@ -68,8 +80,10 @@ class MimicSpec:
 # counts: 36 M and 109 M with the 32k vocabulary, tied embeddings).
 MIMICS: dict[str, MimicSpec] = {
     "zenz-v3-xsmall": MimicSpec("zenz-v3-xsmall", "ggml-model-Q5_K_M.gguf", "gpt2", 6, 512, 8),
-    "jinen-v1-xsmall": MimicSpec("jinen-v1-xsmall", "jinen-v1-xsmall-Q5_K_M.gguf", "gpt2", 6, 512, 8),
-    "jinen-v1-small": MimicSpec("jinen-v1-small", "jinen-v1-small-Q5_K_M.gguf", "gpt2", 12, 768, 12),
+    "jinen-v1-xsmall": MimicSpec("jinen-v1-xsmall", "jinen-v1-xsmall-Q5_K_M.gguf", "gpt2", 6, 512, 8,
+                                 vocab="jinen-v1", vocab_size=JINEN_V1_VOCAB),
+    "jinen-v1-small": MimicSpec("jinen-v1-small", "jinen-v1-small-Q5_K_M.gguf", "gpt2", 12, 768, 12,
+                                vocab="jinen-v1", vocab_size=JINEN_V1_VOCAB),
     "zenz-v3-small": MimicSpec("zenz-v3-small", "ggml-model-Q5_K_M.gguf", "gpt2", 12, 768, 12),
     "jinen-v2-xsmall": MimicSpec("jinen-v2-xsmall", "jinen-v2-xsmall-Q5_K_M.gguf", "qwen3", 6, 512, 8, n_head_kv=4,
                                  head_dim=64, n_ff=1536, vocab="jinen-v2"),
@@ -89,6 +103,7 @@ class Vocabulary:
     scores: list[float] | None   # SPM only
     model: str                   # GGUF tokenizer.ggml.model: "gpt2" | "llama"
     eos_id: int
+    zenz_metadata: bool = False  # "gpt2" only: the published zenz pre-tokenizer and special ids
 
 
 def zenz_vocabulary(tokenizer_json: Path) -> Vocabulary:
@@ -106,10 +121,70 @@ def zenz_vocabulary(tokenizer_json: Path) -> Vocabulary:
     for i, t in added.items():
         types[i] = TOKEN_CONTROL if t.get("special") else TOKEN_USER_DEFINED
     merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"].get("merges", [])]
-    return Vocabulary(tokens, types, merges, None, "gpt2", vocab["</s>"])
+    return Vocabulary(tokens, types, merges, None, "gpt2", vocab["</s>"], zenz_metadata=True)
 
 
-def _jinen_v2_pieces(size: int) -> tuple[list[str], list[tuple[str, str]]]:
+def jinen_v1_vocabulary(size: int = JINEN_V1_VOCAB, first: str = "") -> Vocabulary:
+    """A byte-level BPE over single characters with single-token marks (module docstring):
+    characters from `first`, then hiragana, katakana, punctuation, CJK, until `size` tokens."""
+    to_symbol = {b: c for c, b in byte_level_alphabet().items()}
+    tokens = list(JINEN_V1_SPECIALS) + [to_symbol[b] for b in range(256)]
+    if size < len(tokens) + 64:
+        raise ValueError("a jinen-v1 style vocabulary needs room for characters")
+    seen = set(tokens)
+    merges: list[str] = []
+
+    def add_char(ch: str) -> None:
+        symbols = [to_symbol[b] for b in ch.encode("utf-8")]
+        needed = [("".join(symbols[:k]), symbols[k]) for k in range(1, len(symbols))]
+        new = [left + right for left, right in needed if left + right not in seen]
+        if len(tokens) + len(new) > size:
+            return
+        for left, right in needed:
+            if left + right not in seen:
+                seen.add(left + right)
+                tokens.append(left + right)
+                merges.append(f"{left} {right}")
+
+    chars = list(first) + [chr(c) for c in range(0x3041, 0x3097)] + [chr(c) for c in range(0x30A1, 0x30FB)]
+    chars += list(COMMON_CHARS) + [chr(c) for c in range(0x4E00, 0xA000)]
+    for ch in chars:
+        if len(tokens) >= size:
+            break
+        add_char(ch)
+    # The rest: kana pairs, merged from the two characters' tokens (rank after every character).
+    kana = [chr(c) for c in range(0x30A1, 0x30F7)] + [chr(c) for c in range(0x3041, 0x3094)]
+    spelled = {ch: "".join(to_symbol[b] for b in ch.encode("utf-8")) for ch in kana}
+    for a in kana:
+        for b in kana:
+            if len(tokens) >= size:
+                break
+            pair = spelled[a] + spelled[b]
+            if spelled[a] in seen and spelled[b] in seen and pair not in seen:
+                seen.add(pair)
+                tokens.append(pair)
+                merges.append(f"{spelled[a]} {spelled[b]}")
+    if len(tokens) < size:
+        raise ValueError("vocabulary too large for the characters it takes")
+    types = [TOKEN_UNKNOWN] + [TOKEN_CONTROL] * 3 + [TOKEN_USER_DEFINED] * 3 + [TOKEN_NORMAL] * (size - 7)
+    return Vocabulary(tokens, types, merges, None, "gpt2", tokens.index("</s>"))
+
+
+def write_jinen_v1_tokenizer(path: Path, vocab: Vocabulary) -> Path:
+    """tokenizer.json for the jinen-v1 style vocabulary: byte-level BPE, the specials and the
+    marks as special added tokens."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    merges = [tuple(m.split(" ")) for m in vocab.merges]
+    tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(vocab.tokens)}, merges=merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in JINEN_V1_SPECIALS])
+    tok.save(str(path))
+    return path
+
+
+def _jinen_v2_pieces(size: int, first: str = "") -> tuple[list[str], list[tuple[str, str]]]:
     """(tokens in id order without the marks, merges as pairs in rank order)."""
     tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + [SPACE_PIECE]
     seen = set(tokens)
@@ -121,7 +196,7 @@ def _jinen_v2_pieces(size: int) -> tuple[list[str], list[tuple[str, str]]]:
         tokens.append(piece)
         return True
 
-    singles = [chr(c) for c in range(0x21, 0x7F)] + [chr(c) for c in range(0x3041, 0x3097)]
+    singles = list(first) + [chr(c) for c in range(0x21, 0x7F)] + [chr(c) for c in range(0x3041, 0x3097)]
     singles += [chr(c) for c in range(0x30A1, 0x30FB)] + list("ー・、。「」『』（）！？〜…　")
     singles += [chr(c) for c in range(0x4E00, 0xA000)]
     for ch in singles:
@@ -135,10 +210,11 @@ def _jinen_v2_pieces(size: int) -> tuple[list[str], list[tuple[str, str]]]:
     return tokens, merges
 
 
-def jinen_v2_vocabulary(size: int = JINEN_V2_VOCAB) -> Vocabulary:
+def jinen_v2_vocabulary(size: int = JINEN_V2_VOCAB, first: str = "") -> Vocabulary:
+    """first: characters taken before the others (a small vocabulary for test fixtures)."""
     if size < 1200:
         raise ValueError("a jinen-v2 style vocabulary needs at least 1200 tokens")
-    tokens, merges = _jinen_v2_pieces(size - len(JINEN_V2_MARKS))
+    tokens, merges = _jinen_v2_pieces(size - len(JINEN_V2_MARKS), first)
     tokens += list(JINEN_V2_MARKS)
     rank = {a + b: r for r, (a, b) in enumerate(merges)}
     scores, types = [], []
@@ -158,15 +234,17 @@ def jinen_v2_vocabulary(size: int = JINEN_V2_VOCAB) -> Vocabulary:
 
 
 def write_jinen_v2_tokenizer(path: Path, vocab: Vocabulary) -> Path:
-    """tokenizer.json for the jinen-v2 style vocabulary: BPE with byte fallback, the marks as
-    special added tokens."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers
+    """tokenizer.json for the jinen-v2 style vocabulary: SentencePiece BPE with byte fallback, a
+    Metaspace pre-tokenizer (spaces as `▁`, one `▁` before a text's first word, as converted
+    SentencePiece tokenizers write it) and the marks as special added tokens."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
     merges = [tuple(m.split(" ")) for m in vocab.merges]
     model = models.BPE(vocab={t: i for i, t in enumerate(vocab.tokens)}, merges=merges, unk_token="<unk>", byte_fallback=True)
     tok = Tokenizer(model)
-    tok.normalizer = normalizers.Replace(" ", SPACE_PIECE)
-    tok.decoder = decoders.Sequence([decoders.Replace(SPACE_PIECE, " "), decoders.ByteFallback(), decoders.Fuse()])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SPACE_PIECE, prepend_scheme="first", split=False)
+    tok.decoder = decoders.Sequence([decoders.Replace(SPACE_PIECE, " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
     specials = ["<unk>", "<s>", "</s>", *JINEN_V2_MARKS]
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     tok.save(str(path))
@@ -245,7 +323,7 @@ def _write_f32(path: Path, spec: MimicSpec, vocab: Vocabulary) -> None:
     writer.add_tokenizer_model(vocab.model)
     writer.add_token_list(vocab.tokens)
     writer.add_token_types(vocab.types)
-    if vocab.model == "gpt2":
+    if vocab.model == "gpt2" and vocab.zenz_metadata:
         # As the published zenz GGUFs declare them (llama.cpp needs runtime.fixups to load).
         writer.add_tokenizer_pre(ZENZ_PRE)
         writer.add_token_merges(vocab.merges)
@@ -253,6 +331,13 @@ def _write_f32(path: Path, spec: MimicSpec, vocab: Vocabulary) -> None:
         writer.add_bos_token_id(1)
         writer.add_eos_token_id(2)
         writer.add_pad_token_id(1)
+    elif vocab.model == "gpt2":
+        writer.add_tokenizer_pre("gpt-2")
+        writer.add_token_merges(vocab.merges)
+        writer.add_unk_token_id(0)
+        writer.add_bos_token_id(vocab.tokens.index("<s>"))
+        writer.add_eos_token_id(vocab.eos_id)
+        writer.add_pad_token_id(vocab.tokens.index("<pad>"))
     else:
         writer.add_tokenizer_pre("default")
         writer.add_token_scores(vocab.scores or [0.0] * n_vocab)
@@ -292,6 +377,9 @@ def build(spec: MimicSpec, directory: Path, zenz_tokenizer: Path | None = None, 
             raise ValueError("a zenz-vocabulary mimic needs the zenz tokenizer.json")
         vocab = zenz_vocabulary(zenz_tokenizer)
         tokenizer_out.write_bytes(Path(zenz_tokenizer).read_bytes())
+    elif spec.vocab == "jinen-v1":
+        vocab = jinen_v1_vocabulary(spec.vocab_size)
+        write_jinen_v1_tokenizer(tokenizer_out, vocab)
     elif spec.vocab == "jinen-v2":
         vocab = jinen_v2_vocabulary(spec.vocab_size)
         write_jinen_v2_tokenizer(tokenizer_out, vocab)

@@ -7,9 +7,10 @@ mimic is noise.
     python tools/build_mimic_models.py jinen-v2-xsmall --quant F32 --out /tmp/mimics
 
 Each lands as work_data/mimic/<name>/<published file name> with tokenizer.json beside it, so
-`karukan convert --model work_data/mimic/jinen-v2-xsmall ...` runs it. The zenz / jinen v1
-mimics carry the real zenz tokenizer (tests/fixtures/zenz-char-tokenizer, CC BY-SA 4.0; the
-NOTICE there applies to the built files too).
+`karukan convert --model work_data/mimic/jinen-v2-xsmall ...` runs it. The zenz mimics carry
+the real zenz tokenizer (tests/fixtures/zenz-char-tokenizer, CC BY-SA 4.0; the NOTICE there
+applies to the built files too); the jinen ones carry generated vocabularies (32k byte-level BPE
+for v1, 32k SentencePiece BPE for v2, both with single-token marks).
 """
 
 from __future__ import annotations

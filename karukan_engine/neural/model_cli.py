@@ -1,4 +1,4 @@
-"""`karukan model list` and `karukan model download ID`."""
+"""`karukan model list`, `karukan model download ID` and `karukan model prompt READING`."""
 
 from __future__ import annotations
 
@@ -16,13 +16,19 @@ def register(subparsers) -> None:
     fetch = sub.add_parser("download", help="download a hub model into the Hugging Face cache")
     fetch.add_argument("model_id", metavar="ID")
     fetch.set_defaults(handler=download_model)
+    show = sub.add_parser("prompt", help="the exact prompt text and tokens a model gets for a reading")
+    show.add_argument("--model", metavar="ID|DIR", help="a models.toml id, a GGUF or a model directory (default: the default model)")
+    show.add_argument("--context", default="", metavar="TEXT", help="left context (text before the cursor)")
+    show.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    show.add_argument("reading", metavar="READING")
+    show.set_defaults(handler=show_prompt)
     parser.set_defaults(handler=lambda args: _usage(parser))
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     from karukan_engine.core.errors import UsageError
 
-    raise UsageError("model: choose an action: list | download ID")
+    raise UsageError("model: choose an action: list | download ID | prompt READING")
 
 
 def list_models(args: argparse.Namespace) -> int:
@@ -35,7 +41,8 @@ def list_models(args: argparse.Namespace) -> int:
         return 1
     rows = []
     for entry in registry.entries.values():
-        state = "ready" if is_downloaded(entry) else ("absent" if entry.source_kind != "hub" else "not downloaded")
+        state = _local_state(entry, registry) if entry.source_kind != "hub" else (
+            "ready" if is_downloaded(entry) else "not downloaded")
         size = f"{entry.size_mib:.0f} MiB" if entry.size_mib else "-"
         mark = "*" if entry.id == registry.default_id else " "
         rows.append((f"{mark}{entry.id}", state, size, entry.license or "-", entry.name))
@@ -44,6 +51,18 @@ def list_models(args: argparse.Namespace) -> int:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4])
     print("(* = default)")
     return 0
+
+
+def _local_state(entry, registry) -> str:
+    """"ready" only when loading would find its files: a regular .gguf (in its directory, beside
+    its tokenizer.json when it has one); a directory without one is "absent"."""
+    from karukan_engine.neural.registry import resolve_model
+
+    try:
+        gguf = resolve_model(entry.id, registry).gguf
+    except NeuralError:
+        return "absent"
+    return "ready" if gguf.is_file() else "absent"
 
 
 def download_model(args: argparse.Namespace) -> int:
@@ -67,4 +86,20 @@ def download_model(args: argparse.Namespace) -> int:
     print(gguf)
     if tokenizer is not None:
         print(tokenizer)
+    return 0
+
+
+def show_prompt(args: argparse.Namespace) -> int:
+    from karukan_engine.neural.model import ModelOptions
+    from karukan_engine.neural.prompt_view import prompt_view, render_view
+    from karukan_engine.neural.registry import load_model_by_id_or_path
+
+    with load_model_by_id_or_path(args.model, ModelOptions(n_threads=1)) as model:
+        view = prompt_view(model, args.reading, args.context, label=args.model or "default")
+    if args.json:
+        import json
+
+        print(json.dumps(view, ensure_ascii=False))
+    else:
+        print(render_view(view))
     return 0

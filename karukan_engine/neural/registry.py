@@ -4,7 +4,10 @@ Each `[models.<id>]` table has a display `name`, a source — `repo` + `file` (H
 `path` (a GGUF or model directory; relative paths are relative to models.toml) or `package_path`
 (relative to the karukan_engine package, for the bundled model) — plus `tokenizer`
 ("tokenizer.json": the file beside the GGUF / in the same repo; "gguf": the GGUF vocabulary),
-`prompt` ("jinen" or "zenz-v3"; the same prompt), `license`, `size_mib`, `params` and optional
+`prompt` ("jinen" or "zenz-v3": the family's prompt and text policy, prompt.PromptFamily),
+`license`, `size_mib`, `params` and optional `context_chars` (left context the model gets; the
+family's default when absent), `threads` (llama.cpp threads), `gpu_layers` (layers offloaded to
+a GPU backend; 0 = CPU only),
 `kv_overrides` (GGUF metadata overrides), `tokenizer_repo` (the hub repository tokenizer.json
 comes from when the GGUF's repository has none), `arch` and `n_vocab` (what the GGUF must be:
 another architecture or vocabulary size is refused at load). The top-level `default` names the
@@ -26,10 +29,11 @@ else:  # pragma: no cover - Python 3.10
 
 from karukan_engine.core.user_files import MAX_SETTINGS_BYTES, read_user_file
 from karukan_engine.neural.errors import ModelNotFoundError, NeuralError, UnknownModelError
+from karukan_engine.neural.prompt import FAMILIES, PromptFamily
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # karukan_engine/
 REGISTRY_ENV = "KARUKAN_MODELS_TOML"
-PROMPT_FORMATS = ("jinen", "zenz-v3")
+PROMPT_FORMATS = tuple(FAMILIES)
 TOKENIZER_KINDS = ("tokenizer.json", "gguf")
 
 
@@ -51,6 +55,14 @@ class ModelEntry:
     tokenizer_repo: str | None = None
     arch: str | None = None
     n_vocab: int | None = None
+    context_chars: int | None = None  # None: the family's own
+    threads: int | None = None        # None: the caller's or the default
+    gpu_layers: int | None = None     # None: 0 (CPU) unless the caller says
+
+    @property
+    def family(self) -> PromptFamily:
+        """The prompt and text policy this model was trained with."""
+        return FAMILIES[self.prompt].with_context_chars(self.context_chars)
 
     @property
     def tokenizer_source(self) -> str:
@@ -122,9 +134,14 @@ def _entry(model_id: str, table: Mapping[str, object], base: Path) -> ModelEntry
     if not isinstance(overrides, dict):
         raise NeuralError(f"models.toml: {model_id}.kv_overrides must be a table")
     size = table.get("size_mib")
-    n_vocab = table.get("n_vocab")
-    if n_vocab is not None and (not isinstance(n_vocab, int) or isinstance(n_vocab, bool) or n_vocab <= 0):
-        raise NeuralError(f"models.toml: {model_id}.n_vocab must be a positive integer")
+
+    def count(key: str, low: int) -> int | None:
+        value = table.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < low):
+            raise NeuralError(f"models.toml: {model_id}.{key} must be an integer of at least {low}")
+        return value
+
+    n_vocab = count("n_vocab", 1)
     tokenizer_repo = text("tokenizer_repo")
     if tokenizer_repo is not None and repo is None:
         raise NeuralError(f"models.toml: {model_id}.tokenizer_repo needs a hub model (repo + file)")
@@ -145,6 +162,9 @@ def _entry(model_id: str, table: Mapping[str, object], base: Path) -> ModelEntry
         tokenizer_repo=tokenizer_repo,
         arch=text("arch"),
         n_vocab=n_vocab,
+        context_chars=count("context_chars", 0),
+        threads=count("threads", 1),
+        gpu_layers=count("gpu_layers", 0),
     )
 
 
@@ -234,6 +254,19 @@ def resolve_model(source: str | None = None, registry: Registry | None = None, d
     raise UnknownModelError(f"unknown model id {source!r} (see `karukan model list`)")
 
 
+def entry_options(entry: ModelEntry, options):
+    """options with the model's own settings (models.toml) wherever the caller left one unset."""
+    from dataclasses import replace
+
+    def pick(mine, theirs):
+        return mine if mine is not None else theirs
+
+    return replace(options, prompt=pick(options.prompt, entry.prompt),
+                   max_context_chars=pick(options.max_context_chars, entry.context_chars),
+                   n_threads=pick(options.n_threads, entry.threads),
+                   gpu_layers=pick(options.gpu_layers, entry.gpu_layers))
+
+
 def load_model_by_id_or_path(source: str | None = None, options=None, registry: Registry | None = None):
     """Resolve then load (see model.load_model); options: ModelOptions."""
     from dataclasses import replace
@@ -247,6 +280,8 @@ def load_model_by_id_or_path(source: str | None = None, options=None, registry: 
     tokenizer_kind = "auto" if resolved.tokenizer is not None else "gguf"
     options = replace(options, kv_overrides=overrides, tokenizer=tokenizer_kind)
     entry = resolved.entry
+    if entry is not None:
+        options = entry_options(entry, options)
     expected = Expected(entry.arch, entry.n_vocab) if entry is not None else Expected()
     try:
         # A child process loads it first: a file that makes llama.cpp abort costs only the child.

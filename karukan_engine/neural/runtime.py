@@ -199,14 +199,15 @@ def _c_string(text: str, what: str) -> bytes:
 class LlamaModel:
     """A loaded llama.cpp model (weights + vocabulary), shareable across threads."""
 
-    def __init__(self, path: Path, kv_overrides: Mapping[str, object] | None = None) -> None:
+    def __init__(self, path: Path, kv_overrides: Mapping[str, object] | None = None, gpu_layers: int = 0) -> None:
+        """gpu_layers: layers llama.cpp offloads to a GPU backend (without one it runs on the CPU)."""
         lib = llama()
         self.info = inspect_gguf(path)
         if self.info.architecture not in SUPPORTED_ARCHITECTURES:
             raise ModelLoadError(f"{path.name} is a {self.info.architecture!r} model; Karukan runs "
                                  f"{', '.join(SUPPORTED_ARCHITECTURES)} kana-kanji models")
         params = lib.llama_model_default_params()
-        params.n_gpu_layers = 0
+        params.n_gpu_layers = max(0, gpu_layers)
         params.use_mmap = True
         kv_overrides = {**self.info.fixups, **(kv_overrides or {})}  # the caller's win
         self._overrides = _kv_override_array(kv_overrides) if kv_overrides else None

@@ -11,8 +11,14 @@ The prompt is tokenized the way each model family was trained:
   id between the separately encoded parts (what llama.cpp's own special-token split gives, and
   CONTROL marks work too); otherwise the whole text is encoded, special-token parsing off.
 
-User text can never inject a mark: prompt.build_prompt strips U+EE00-U+EE0F from context and
-reading before the marks are added, so the prompt text holds exactly three marks.
+User text can never inject a mark: the family's clean() strips U+EE00-U+EE0F from context and
+reading before the marks are added, so the prompt text holds only its own marks.
+
+tokenizer.json is used with padding and truncation off whatever the file says: padding tokens
+would corrupt the model input and truncation would cut the prompt. A surface that is scored or
+checked is tokenized together with its prompt (`encode_joint`), and its tokens are the part of
+that one encoding after the prompt, as in training: encoded alone it may start differently (a
+SentencePiece Metaspace tokenizer writes a leading `▁` at the start of a text).
 
 Generation stops at the family's EOS (by name: `</s>`, `<|endoftext|>`, ...) and at any mark:
 a token whose text holds a mark, or (where marks are spelled in bytes) any token whose bytes
@@ -88,7 +94,19 @@ class Tokenizer(Protocol):
         """The prompt's ids, as the family was trained (see module docstring)."""
         ...
 
+    def encode_joint(self, prompt: Prompt, surface: str) -> tuple[list[int], list[int]]:
+        """prompt.text + surface encoded as one text, split into (prompt part, surface part)."""
+        ...
+
     def decode(self, ids: Sequence[int]) -> str: ...
+
+    def token_string(self, token_id: int) -> str:
+        """The token as the vocabulary stores it (byte-level or ▁ spelling)."""
+        ...
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """What the token writes into the text."""
+        ...
 
     def mark_id(self, mark: str) -> int | None:
         """The single token of a mark; None where the vocabulary spells it in several."""
@@ -105,15 +123,21 @@ def encode_prompt(tokenizer: Tokenizer, prompt: Prompt) -> list[int]:
 
 def _spliced(tokenizer: Tokenizer, marks: Mapping[str, int], prompt: Prompt) -> list[int]:
     """Marks by id around the separately encoded context and reading."""
-    ctx_mark, in_mark, out_mark = (marks[m] for m in MARKS)
-    ids = [ctx_mark]
-    if prompt.context:
-        ids += tokenizer.encode(prompt.context)
-    ids.append(in_mark)
-    if prompt.reading:
-        ids += tokenizer.encode(prompt.reading)
-    ids.append(out_mark)
+    ids: list[int] = []
+    for is_mark, text in prompt.segments():
+        ids += [marks[text]] if is_mark else tokenizer.encode(text)
     return ids
+
+
+def split_by_start(ids: Sequence[int], starts: Sequence[int], boundary: int) -> tuple[list[int], list[int]]:
+    """Tokens that start before `boundary` (a character or byte offset) and the rest: the prompt
+    part and the surface part of one encoding. A token that starts before the boundary and
+    ends after it (a merge across it; marks make this impossible in practice) stays a prompt
+    token: the prompt is then exactly what the model sees before the surface."""
+    k = 0
+    while k < len(ids) and starts[k] < boundary:
+        k += 1
+    return list(ids[:k]), list(ids[k:])
 
 
 def _byte_level(spec: object) -> bool:
@@ -138,6 +162,9 @@ class HfTokenizer:
             spec = json.loads(Path(path).read_text(encoding="utf-8"))
         except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
             raise TokenizerError(f"cannot read {path.name}: {exc}") from exc
+        # Whatever the file asks for: a padded or cut prompt is not what the model was trained on.
+        self._tok.no_padding()
+        self._tok.no_truncation()
         self.name = path.name
         self._n_vocab = n_vocab
         self.byte_level = _byte_level(spec.get("decoder")) or _byte_level(spec.get("pre_tokenizer"))
@@ -154,6 +181,9 @@ class HfTokenizer:
         for mark in MARKS:
             ids = self.encode(mark)
             self._marks[mark] = ids[0] if len(ids) == 1 else None
+
+    def token_string(self, token_id: int) -> str:
+        return self._tok.id_to_token(token_id) or ""
 
     def token_bytes(self, token_id: int, text: str | None = None) -> bytes:
         """What a token writes into the output, as bytes (a lone byte token: that byte)."""
@@ -175,6 +205,12 @@ class HfTokenizer:
 
     def encode_prompt(self, prompt: Prompt) -> list[int]:
         return self.encode(prompt.text)
+
+    def encode_joint(self, prompt: Prompt, surface: str) -> tuple[list[int], list[int]]:
+        text = prompt.text
+        encoding = self._tok.encode(text + surface, add_special_tokens=False)
+        # Offsets are in characters of the text given (before any normaliser).
+        return split_by_start(encoding.ids, [start for start, _end in encoding.offsets], len(text))
 
     def decode(self, ids: Sequence[int]) -> str:
         kept = [i for i in ids if i not in self._special]
@@ -218,6 +254,26 @@ class GgufTokenizer:
         if self._single_marks:
             return _spliced(self, self._marks, prompt)  # type: ignore[arg-type]
         return self.encode(prompt.text)
+
+    def encode_joint(self, prompt: Prompt, surface: str) -> tuple[list[int], list[int]]:
+        if self._single_marks:
+            # llama.cpp splits the text at each mark token and encodes the pieces apart, so the
+            # surface after the last mark is encoded on its own.
+            return self.encode_prompt(prompt), (self.encode(surface) if surface else [])
+        text = prompt.text
+        ids = self.encode(text + surface)
+        starts, offset = [], 0
+        for token in ids:
+            starts.append(offset)
+            offset += len(self.piece(token))
+        return split_by_start(ids, starts, len(text.encode("utf-8")))
+
+    def token_string(self, token_id: int) -> str:
+        raw = self._llama.llama_vocab_get_text(self._vocab, token_id)
+        return raw.decode("utf-8", errors="replace") if raw else ""
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self.piece(token_id)
 
     def piece(self, token: int, special: bool = False) -> bytes:
         buf = ctypes.create_string_buffer(64)

@@ -1,8 +1,10 @@
-"""Mimics of the published models (karukan_testing.mimic) in small shapes: the zenz /
-jinen v1 GPT-2 GGUF with the real zenz tokenizer and the zenz metadata quirks, and the jinen v2
-Qwen3 GGUF with marks at 32000-32002, both Q5_K_M. They load by path, tokenize prompts as the
-families were trained, decode by the fast paths exactly as the slow references do, stop at EOS
-and at marks, run through `karukan convert` / `karukan keys`, and mismatches are refused."""
+"""Mimics of the published models (karukan_testing.mimic) in small shapes: the zenz GPT-2 GGUF
+with the real zenz tokenizer and the zenz metadata quirks, the jinen v1 GPT-2 GGUF with a 32k
+byte-level BPE whose marks are single tokens (4-6), and the jinen v2 Qwen3 GGUF with marks at
+32000-32002, all Q5_K_M. They load by path, tokenize prompts as the families were trained (zenz:
+no U+EE02 before an empty context), decode by the fast paths exactly as the slow references do,
+stop at EOS and at marks, run through `karukan convert` / `karukan keys`, and mismatches are
+refused."""
 
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from karukan_engine.cli import main  # noqa: E402
 from karukan_testing import mimic  # noqa: E402
 from karukan_engine.neural.errors import ModelLoadError, TokenizerError  # noqa: E402
 from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
-from karukan_engine.neural.prompt import CONTEXT_MARK, INPUT_MARK, MARKS, OUTPUT_MARK, build_prompt  # noqa: E402
+from karukan_engine.neural.prompt import CONTEXT_MARK, INPUT_MARK, MARKS, OUTPUT_MARK  # noqa: E402
 from karukan_engine.neural.registry import load_model_by_id_or_path, parse_registry  # noqa: E402
 from karukan_engine.neural.runtime import LlamaModel  # noqa: E402
 from karukan_engine.neural.tokenizer import GgufTokenizer  # noqa: E402
@@ -29,6 +31,7 @@ ZENZ_EOS = 3
 TINY = dict(n_layer=1, n_embd=256, n_head=4, n_ctx_train=256, embed_std=0.1, eos_scale=3.0)
 SPECS = {
     "zenz": mimic.small("zenz-v3-xsmall", **TINY),
+    "jinen-v1": mimic.small("jinen-v1-xsmall", **TINY),
     "jinen-v2": mimic.small("jinen-v2-xsmall", n_head_kv=2, head_dim=64, n_ff=512, **TINY),
 }
 READINGS = [("かんじ", ""), ("きょうはいいてんきですね", ""), ("こうえん", "子どもと"), ("がっこう", "昨日、")]
@@ -70,6 +73,11 @@ def test_mimics_are_q5_k_m_files_in_the_published_layout(built):
     assert _field(zenz, "general.architecture") == "gpt2"
     assert _field(zenz, "tokenizer.ggml.pre") == mimic.ZENZ_PRE  # as the published zenz files
     assert _field(zenz, "tokenizer.ggml.eos_token_id") == 2
+    v1 = _reader(built["jinen-v1"])
+    assert _field(v1, "general.architecture") == "gpt2" and _field(v1, "tokenizer.ggml.pre") == "gpt-2"
+    tokens = v1.get_field("tokenizer.ggml.tokens")
+    assert len(tokens.data) == mimic.JINEN_V1_VOCAB
+    assert [tokens.contents(i) for i in (4, 5, 6)] == [INPUT_MARK, OUTPUT_MARK, CONTEXT_MARK]
     v2 = _reader(built["jinen-v2"])
     assert _field(v2, "general.architecture") == "qwen3"
     tokens = v2.get_field("tokenizer.ggml.tokens")
@@ -100,20 +108,25 @@ def test_prompt_ids_are_the_tokenizers_encoding_of_the_prompt_text(model):
     from tokenizers import Tokenizer
 
     own = Tokenizer.from_file(str(Path(model.llama.path).parent / "tokenizer.json"))
+    assert model.family.name == ("zenz-v3" if model.kind == "zenz" else "jinen")  # zenz: from its metadata
     for reading, context in READINGS:
-        prompt = build_prompt(reading, context)
+        prompt = model.build_prompt(reading, context)
         ids = model.prompt_ids(reading, context)
         assert ids == own.encode(prompt.text, add_special_tokens=False).ids
         if model.kind == "jinen-v2":  # marks as the single tokens 32002 / 32000 / 32001
             assert ids[0] == 32002 and ids[-1] == 32001 and ids.count(32000) == 1
-        else:  # marks as three byte tokens each
+        elif model.kind == "jinen-v1":  # marks as the single tokens 6 / 4 / 5
+            assert ids[0] == 6 and ids[-1] == 5 and ids.count(4) == 1
+        elif context:  # zenz: marks as three byte tokens each, U+EE02 only before a context
             assert ids[:3] == [172, 120, 204] and ids[-3:] == [172, 120, 203]
+        else:
+            assert ids[:3] == [172, 120, 202] and ids[-3:] == [172, 120, 203]
 
 
 def test_the_gguf_vocabulary_tokenizes_prompts_like_tokenizer_json(model):
     gguf = GgufTokenizer(model.llama.vocab)
     for reading, context in READINGS + [("とうきょう1ばんせん", "ABC 鬱")]:
-        prompt = build_prompt(reading, context)
+        prompt = model.build_prompt(reading, context)
         assert gguf.encode_prompt(prompt) == model.tokenizer.encode_prompt(prompt)
     # and stops at the same tokens (zenz: </s> and every token holding byte 0xEE)
     assert gguf.extra_stop_ids() == model.tokenizer.extra_stop_ids()
@@ -129,24 +142,27 @@ _USER_TEXT = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E) | st.
 @given(reading=_USER_TEXT, context=_USER_TEXT)
 def test_the_gguf_vocabulary_agrees_with_tokenizer_json_on_any_prompt(model, reading, context):
     """What lets models.toml run the zenz GGUFs on their own vocabulary (tokenizer = "gguf")."""
-    prompt = build_prompt(reading, context)
+    prompt = model.build_prompt(reading, context)
     assert GgufTokenizer(model.llama.vocab).encode_prompt(prompt) == model.tokenizer.encode_prompt(prompt)
 
 
 def test_only_the_zenz_metadata_needs_repairs(built):
-    zenz, v2 = LlamaModel(built["zenz"]), LlamaModel(built["jinen-v2"])
+    zenz, v1, v2 = LlamaModel(built["zenz"]), LlamaModel(built["jinen-v1"]), LlamaModel(built["jinen-v2"])
     try:
         assert zenz.info.fixups == {"tokenizer.ggml.pre": "gpt-2", "tokenizer.ggml.eos_token_id": 3,
                                     "tokenizer.ggml.bos_token_id": 2, "tokenizer.ggml.padding_token_id": 1}
-        assert v2.info.fixups == {}
+        assert v1.info.fixups == {} and v2.info.fixups == {}
     finally:
         zenz.free()
+        v1.free()
         v2.free()
 
 
 def test_stop_ids_hold_the_family_eos_and_the_marks(model):
     if model.kind == "zenz":
         assert model.eos_id == ZENZ_EOS and {ZENZ_EOS, ZENZ_LEAD_BYTE} <= model.stop_ids
+    elif model.kind == "jinen-v1":
+        assert model.eos_id == 2 and {2, 4, 5, 6} <= model.stop_ids
     else:
         assert model.eos_id == 2 and {2, 32000, 32001, 32002} <= model.stop_ids
     for ch in "漢字かなカナ":
@@ -179,8 +195,11 @@ def test_nll_batched_equals_single_and_the_definition(model):
     surfaces = ["漢字", "感じ", "かんじ", "鬱😀", ""]
     batched = model.score_many("かんじ", "前の文", surfaces)
     assert batched == pytest.approx([model.score("かんじ", "前の文", s) for s in surfaces], rel=3e-3, abs=1e-2)
+    # the definition, with the surface's tokens from prompt and surface encoded together
     prompt = model.prompt_ids("かんじ", "前の文")
-    ids = model.tokenizer.encode("漢字")
+    joint = model.tokenizer.encode(model.build_prompt("かんじ", "前の文").text + "漢字")
+    assert joint[: len(prompt)] == prompt
+    ids = joint[len(prompt):]
     total = sum(fresh_logprobs(model.llama, prompt + ids[:i])[t] for i, t in enumerate(ids + [model.eos_id]))
     assert batched[0] == pytest.approx(-total / 2, rel=3e-3, abs=1e-2)
 

@@ -144,3 +144,43 @@ def test_a_damaged_registry_file_is_refused_with_one_line_and_never_blocks(tmp_p
     worker.start()
     worker.join(30)
     assert outcome and outcome[0].startswith("models.toml") and "\n" not in outcome[0]
+
+
+def test_the_prompt_field_chooses_the_family_and_its_settings():
+    registry = parse_registry(
+        '[models.z]\npath = "m.gguf"\nprompt = "zenz-v3"\n'
+        '[models.j]\npath = "m.gguf"\ncontext_chars = 4\nthreads = 3\ngpu_layers = 99\n', Path("."))
+    zenz, jinen = registry.get("z"), registry.get("j")
+    assert (zenz.family.name, zenz.family.context_chars, zenz.family.context_mark_always) == ("zenz-v3", 40, False)
+    assert (jinen.family.name, jinen.family.context_chars, jinen.family.nfkc) == ("jinen", 4, True)
+    assert (jinen.threads, jinen.gpu_layers, zenz.threads, zenz.gpu_layers) == (3, 99, None, None)
+    shipped = load_registry(default_registry_path())
+    assert shipped.get("zenz-v3_1-small-q5").family.name == "zenz-v3"
+    assert shipped.get("jinen-v2-xsmall-q5").family.context_chars == 10
+    assert shipped.get("karukan-bundled").family.context_chars == 20  # what it was trained with
+
+
+@pytest.mark.parametrize("field, value", [("context_chars", "-1"), ("threads", "0"), ("gpu_layers", "-2"),
+                                          ("threads", '"4"'), ("gpu_layers", "true"), ("prompt", '"gpt"')])
+def test_bad_model_settings_are_reported(field, value):
+    with pytest.raises(NeuralError, match=field):
+        parse_registry(f'[models.x]\npath = "m.gguf"\n{field} = {value}\n', Path("."))
+
+
+def test_the_callers_options_win_over_the_entrys():
+    from karukan_engine.neural.model import ModelOptions
+    from karukan_engine.neural.registry import entry_options
+
+    entry = parse_registry('[models.x]\npath = "m.gguf"\nprompt = "zenz-v3"\ncontext_chars = 7\nthreads = 3\n'
+                           'gpu_layers = 5\n', Path(".")).get("x")
+    filled = entry_options(entry, ModelOptions())
+    assert (filled.prompt, filled.max_context_chars, filled.n_threads, filled.gpu_layers) == ("zenz-v3", 7, 3, 5)
+    mine = entry_options(entry, ModelOptions(n_threads=1, gpu_layers=0, max_context_chars=2, prompt="jinen"))
+    assert (mine.prompt, mine.max_context_chars, mine.n_threads, mine.gpu_layers) == ("jinen", 2, 1, 0)
+
+
+def test_sizes_are_in_mib_as_the_files_are():
+    registry = load_registry(default_registry_path())
+    assert registry.get("jinen-v2-xsmall-q5").size_mib == 26.95  # the model card writes "28 MB"
+    assert registry.get("jinen-v2-small-q5").size_mib == 77.36
+    assert registry.get("jinen-v1-xsmall-q5").size_mib == 29.73  # 31,178,432 bytes

@@ -15,7 +15,7 @@ pytest.importorskip("tokenizers")
 from tokenizers import Tokenizer  # noqa: E402
 
 from karukan_engine.neural.errors import TokenizerError  # noqa: E402
-from karukan_engine.neural.prompt import CONTROL_RANGE, MARKS, build_prompt  # noqa: E402
+from karukan_engine.neural.prompt import CONTROL_RANGE, MARKS, ZENZ_V3, build_prompt  # noqa: E402
 from karukan_engine.neural.tokenizer import (  # noqa: E402
     HfTokenizer,
     byte_level_alphabet,
@@ -146,7 +146,7 @@ def _model_view(tokenizer, n_ctx_train, max_context_chars):
 
     view = NeuralModel.__new__(NeuralModel)
     view.tokenizer = tokenizer
-    view.options = ModelOptions(n_threads=1, max_context_chars=max_context_chars)
+    view.options = ModelOptions(n_threads=1, max_context_chars=max_context_chars, prompt="zenz-v3")
     view.llama = type("Llama", (), {"n_ctx_train": n_ctx_train})()
     return view
 
@@ -157,23 +157,22 @@ def _model_view(tokenizer, n_ctx_train, max_context_chars):
        n_ctx=st.integers(20, 80), reserve=st.integers(1, 10))
 def test_a_long_context_is_cut_to_the_longest_tail_that_fits(zenz, reading, context, n_ctx, reserve):
     from karukan_engine.neural.errors import PromptTooLongError
-    from karukan_engine.neural.prompt import Prompt
 
     view = _model_view(zenz, n_ctx, 1000)
-    full = build_prompt(reading, context, 1000)
+    full = build_prompt(reading, context, 1000, family=ZENZ_V3)
     limit = n_ctx - reserve
     try:
         ids = view.prompt_ids(reading, context, reserve=reserve)
     except PromptTooLongError:
-        assert len(zenz.encode_prompt(Prompt("", full.reading))) > limit
+        assert len(zenz.encode_prompt(full.with_context(""))) > limit
         return
     assert len(ids) <= limit
     kept = [k for k in range(len(full.context) + 1)
-            if zenz.encode_prompt(Prompt(full.context[len(full.context) - k:], full.reading)) == ids]
+            if zenz.encode_prompt(full.with_context(full.context[len(full.context) - k:])) == ids]
     assert kept, "the ids are the tokenizer's encoding of a prompt with a tail of the context"
     k = max(kept)
     if k < len(full.context):  # one more character of context would not fit
-        longer = Prompt(full.context[len(full.context) - k - 1:], full.reading)
+        longer = full.with_context(full.context[len(full.context) - k - 1:])
         assert len(zenz.encode_prompt(longer)) > limit
 
 
