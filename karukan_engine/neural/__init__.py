@@ -12,17 +12,20 @@ Public API (stable; used by the fusion layer):
 
     model = load_model(path_or_dir)            # a `<name>.gguf` file or a directory holding one
                                                # (tokenizer.json beside it is used when present)
-    model.greedy(reading, context="", max_new=50) -> Generation
+    model.greedy(reading, context="", max_new=None) -> Generation   # None: the family's 50 tokens
         # persistent per-thread GreedyDecoder: re-decodes only what follows the longest common
         # prefix with that thread's previous prompt, and checks the previous output as a draft
         # in one batched pass when the prompt is a near continuation (same result as plain greedy)
-    model.beam(reading, context="", beam=5, max_new=50) -> list[Generation]   # best first
+    model.beam(reading, context="", beam=5, max_new=None) -> list[Generation]   # best first
         # shared-prompt beam search; beam clamped to 1..128; [] for empty reading / max_new 0
     model.scorer() -> this thread's scorer (or model.score / model.score_many, same thing)
         scorer.score(reading, context, surface) -> float            # NLL per surface character
         scorer.score_many(reading, context, surfaces) -> list[float]  # one prompt prefill
-        # NLL = -(sum log p(surface tokens) + log p(EOS)) / len(NFKC(surface)); lower is better
+        # NLL = -(sum log p(surface tokens) + log p(EOS)) / len(clean(surface)); lower is better;
+        # the surface's tokens come from prompt and surface tokenized together
     model.prompt_ids(reading, context) -> list[int];  model.stop_ids;  model.eos_id
+    model.family -> prompt.PromptFamily (models.toml `prompt`; marks, normalisation, context, budget)
+    model.fit_prompt(reading, context) -> (Prompt, ids);  model.joint_ids(reading, context, surfaces)
     model.greedy_decoder() -> this thread's GreedyDecoder (greedy.py)
     model.close()
 
@@ -43,9 +46,11 @@ greedy_pool.GreedyPool(model.llama, n_threads, slots).generate_many([GreedyJob(o
 max_new, stop_ids, draft=None), ...]) decodes many owners' greedy jobs in shared batches (one
 sequence id per owner; GreedyDecoder is its one-sequence form).
 
-Readings may be hiragana or katakana; the prompt is
-U+EE02 + left context (last `max_context_chars`) + U+EE00 + reading in katakana + U+EE01, NFKC,
-with U+EE00-U+EE0F stripped from the user's text first. It is tokenized as each family was
+Readings may be hiragana or katakana; the prompt is [U+EE02 + left context] + U+EE00 + reading
+in katakana + U+EE01 as the model's family was trained (prompt.py: jinen writes U+EE02 always,
+NFKC, the last 10 context characters; zenz-v3 writes U+EE02 only before a context, no NFKC,
+spaces as U+3000, the last 40), with U+EE00-U+EE0F stripped from the user's text first.
+tokenizer.json is used with padding and truncation off. The prompt is tokenized as each family was
 trained (tokenizer.py): the whole prompt text through tokenizer.json — single mark tokens where
 the vocabulary has them (jinen v2), the zenz tokenizer's byte tokens where it has none — and
 generation stops at the family's EOS and at the first byte of any mark. Known quirks of
