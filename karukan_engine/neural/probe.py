@@ -25,6 +25,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -57,11 +58,40 @@ def cache_dir() -> Path:
     return Path(base) / CACHE_SUBDIR
 
 
+def _not_regular(path: Path, mode: int) -> str | None:
+    """Why a file of this mode is no model file (None for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    return f"{path.name} is {kind}, not a model file"
+
+
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
+    """The SHA-256 of a regular file. A FIFO, a device (a link to /dev/zero) or a directory is
+    refused from stat() and fstat() before a byte is read (a FIFO would block, /dev/zero never
+    ends): ModelLoadError. An unreadable file: ModelLoadError too."""
+    try:
+        why = _not_regular(path, os.stat(path).st_mode)
+        if why:
+            raise ModelLoadError(why)
+        # O_NONBLOCK: should the path have become a FIFO since the stat, the open does not block
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise ModelLoadError(f"cannot read {path.name} ({exc.strerror or type(exc).__name__})") from None
+    except ValueError:   # a NUL in the name
+        raise ModelLoadError("the model file name holds a NUL") from None
+    with os.fdopen(fd, "rb") as f:
+        why = _not_regular(path, os.fstat(f.fileno()).st_mode)   # the file opened is the one checked
+        if why:
+            raise ModelLoadError(why)
+        digest = hashlib.sha256()
+        try:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        except OSError as exc:
+            raise ModelLoadError(f"cannot read {path.name} ({exc.strerror or type(exc).__name__})") from None
     return digest.hexdigest()
 
 
@@ -88,11 +118,20 @@ def read_verdict(directory: Path, key: str) -> Verdict | None:
         return None   # missing or damaged: prove again
 
 
+def _private_cache(directory: Path) -> None:
+    """The cache names the user's model files: 0700, as the data directory is."""
+    directory.parent.mkdir(mode=0o700, parents=True, exist_ok=True)   # karukan/ too, when new
+    directory.mkdir(mode=0o700, exist_ok=True)
+    info = directory.stat()   # one made 0755 by an older version is tightened
+    if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(directory, stat.S_IMODE(info.st_mode) & ~0o077)
+
+
 def write_verdict(directory: Path, key: str, verdict: Verdict, file_name: str) -> None:
     """Atomically; a cache that cannot be written only costs a probe at the next start."""
     record = json.dumps({"ok": verdict.ok, "message": verdict.message, "file": file_name})
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        _private_cache(directory)
         fd, tmp = tempfile.mkstemp(prefix=f".{key}.", dir=directory)
     except OSError:
         return
@@ -169,10 +208,7 @@ def prove_model(gguf: str | Path, kv_overrides: Mapping[str, object] | None = No
     the caller's own load will raise)."""
     path = Path(gguf)
     overrides = dict(kv_overrides or {})
-    try:
-        file_hash = file_sha256(path)
-    except OSError:
-        return Verdict(False)   # unreadable: the caller's load reports it precisely
+    file_hash = file_sha256(path)   # ModelLoadError for what is not a readable regular file
     directory = directory or cache_dir()
     key = cache_key(file_hash, overrides, _llama_build())
     verdict = read_verdict(directory, key)

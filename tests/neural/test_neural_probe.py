@@ -180,3 +180,124 @@ def test_the_service_with_a_crashing_model_keeps_typing_on_the_dictionary(how, g
         assert log.count("no-layers.gguf makes llama.cpp crash") == 1, log
         desktop.stop(service)
         assert service.returncode == 0
+
+
+# --- model paths that are not model files (issue 29, item 1) -----------------------------------
+# Before: the probe hashed the path before any check, so a link to /dev/zero spun for ever and a
+# FIFO blocked, in `convert` and in the service's model loader alike (no log line).
+
+NOT_FILES = ["fifo", "dev-zero", "empty-directory", "fifo-in-directory"]
+HANG_GUARD_S = 60   # a bound against hanging (the old code never ended), not a timing check
+
+
+def _not_a_file(kind: str, tmp_path: Path) -> tuple[Path, str]:
+    """(the path to pass as the model, the name its error names)."""
+    import os
+
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "fifo.gguf")
+        return tmp_path / "fifo.gguf", "fifo.gguf"
+    if kind == "dev-zero":
+        (tmp_path / "zero.gguf").symlink_to("/dev/zero")
+        return tmp_path / "zero.gguf", "zero.gguf"
+    directory = tmp_path / "model-dir"
+    directory.mkdir()
+    if kind == "empty-directory":
+        return directory, "model-dir"
+    os.mkfifo(directory / "model.gguf")
+    return directory, "model.gguf"
+
+
+@pytest.mark.parametrize("kind", NOT_FILES)
+def test_convert_with_a_model_path_that_is_no_file_exits_1_at_once(kind, tmp_path):
+    model, name = _not_a_file(kind, tmp_path)
+    main = "import sys; from karukan_engine.cli import main; sys.exit(main(sys.argv[1:]))"
+    done = subprocess.run([sys.executable, "-c", main, "convert", "--model", str(model), "きょう"],
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert done.returncode == 1 and done.stdout == "", done.stderr[-500:]
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and name in lines[0], lines
+
+
+@pytest.fixture
+def hang_guard():
+    """Fail instead of hanging the suite if the probe blocks on a FIFO or reads /dev/zero."""
+    import signal
+
+    def expired(*_):
+        raise TimeoutError("the probe blocked on a path that is no file")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(HANG_GUARD_S)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_prove_model_refuses_what_is_not_a_regular_file_without_reading_it(tmp_path, hang_guard):
+    for kind in ("fifo", "dev-zero"):
+        model, name = _not_a_file(kind, tmp_path)
+        with pytest.raises(ModelLoadError, match=name):
+            probe.prove_model(model, directory=tmp_path / "cache")
+    with pytest.raises(ModelLoadError, match="directory"):
+        probe.prove_model(tmp_path, directory=tmp_path / "cache")
+
+
+def test_an_unreadable_model_file_is_one_line_and_exit_1(good_gguf):
+    from damage_support import as_unprivileged, shared_tmp
+
+    with shared_tmp() as tmp:
+        model = tmp / "locked.gguf"
+        model.write_bytes(good_gguf.read_bytes())
+        model.chmod(0)
+        done = as_unprivileged("""
+            import contextlib, io, os, sys
+            from karukan_engine.cli import main
+            import karukan_engine.neural.probe
+            os.environ.update(XDG_CACHE_HOME=sys.argv[2], XDG_DATA_HOME=sys.argv[2], XDG_CONFIG_HOME=sys.argv[2])
+            with contextlib.redirect_stderr(io.StringIO()):   # imports all convert needs while it can
+                main(["convert", "--model", "absent.gguf", "きょう"])
+            drop_privileges()
+            sys.exit(main(["convert", "--model", sys.argv[1], "きょう"]))
+        """, str(model), str(tmp))
+    assert done.returncode == 1 and done.stdout == "", done.stderr[-500:]
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "locked.gguf" in lines[0] and "ermission" in lines[0], lines
+
+
+def test_the_probe_cache_is_private(good_gguf, tmp_path):
+    directory = tmp_path / "cache" / probe.CACHE_SUBDIR
+    assert probe.prove_model(good_gguf, directory=directory).ok
+    assert (directory.stat().st_mode & 0o777) == 0o700
+    assert (directory.parent.stat().st_mode & 0o777) == 0o700   # karukan/, made here too
+    directory.chmod(0o755)   # as an older version made it
+    probe.write_verdict(directory, "k", probe.Verdict(True), "x.gguf")
+    assert (directory.stat().st_mode & 0o777) == 0o700
+
+
+@pytest.mark.parametrize("where", ["default", "light_model"])
+def test_the_service_with_a_model_path_that_is_no_file_logs_once_and_types(where, good_gguf, tmp_path):
+    model, name = _not_a_file("dev-zero" if where == "default" else "fifo", tmp_path)
+    with HeadlessDesktop() as desktop:
+        address = desktop.start_session_bus()
+        registry = tmp_path / "models.toml"
+        default = model.name if where == "default" else str(good_gguf)
+        registry.write_text(f'default = "chosen"\n\n[models.chosen]\nname = "the default"\npath = "{default}"\n'
+                            'tokenizer = "gguf"\nprompt = "jinen"\n', encoding="utf-8")
+        desktop.env["KARUKAN_MODELS_TOML"] = str(registry)
+        if where == "light_model":
+            config = Path(desktop.env["XDG_CONFIG_HOME"]) / "karukan" / "config.toml"
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(f'[conversion]\nlight_model = "{model}"\n', encoding="utf-8")
+        service = desktop.start_service([])
+        deadline = time.monotonic() + HANG_GUARD_S
+        while name not in desktop.log_tail("engine-service") and time.monotonic() < deadline:
+            typed = asyncio.run(asyncio.wait_for(quiet_typist(address, 3, pause_s=0.05), 60))
+            assert typed.failures == 0 and typed.preedits_right and service.poll() is None
+        log = desktop.log_tail("engine-service")
+        assert service.poll() is None, log
+        assert len([line for line in log.splitlines() if name in line]) == 1, log
+        desktop.stop(service)
+        assert service.returncode == 0
