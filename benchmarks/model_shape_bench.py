@@ -25,6 +25,12 @@ tokenization, reranking, and the Python side of the llama.cpp calls.
 
     python tools/build_mimic_models.py
     python benchmarks/model_shape_bench.py work_data/mimic/jinen-v1-xsmall work_data/mimic/jinen-v2-xsmall --json out.json
+
+--acceptance A [A ...] replays the sentences once per A with simulated drafts
+(draft_simulation.py): each greedy job's draft is the model's own greedy output for its first
+ceil(A * n) tokens and wrong after that, the outputs computed in an untimed first pass; random
+weights otherwise reject nearly every draft, so the plain run is the worst case. The rows then
+carry the acceptance.
 """
 
 from __future__ import annotations
@@ -50,18 +56,51 @@ WARM_UP = "korehaundoushitemiruyoteidesu"
 SENTENCES = SESSION_SENTENCES[:6]
 
 
+def load(path: str, threads: int):
+    from karukan_engine.neural.model import ModelOptions
+    from karukan_engine.neural.registry import load_model_by_id_or_path
+
+    return load_model_by_id_or_path(path, ModelOptions(n_threads=threads))
+
+
 def converter_for(path: str, threads: int, fixed_tokens: int):
+    """(fused converter, model) for a model loaded from path (draft_acceptance_bench.py too)."""
+    model = load(path, threads)
+    return fresh_converter(model, path, fixed_tokens)[0], model
+
+
+def fresh_converter(model, path: str, fixed_tokens: int, draft_for=None):
+    """A fresh fused converter (empty cache) over the loaded model; returns it and its slot."""
     from karukan_engine.conversion.fused import FusedConverter
     from karukan_engine.conversion.model_slot import ModelSlot
     from karukan_engine.conversion.settings import ConversionSettings
     from karukan_engine.lattice.converter import LatticeConverter
-    from karukan_engine.neural.model import ModelOptions
-    from karukan_engine.neural.registry import load_model_by_id_or_path
 
     base = LatticeConverter.load_default()
-    model = load_model_by_id_or_path(path, ModelOptions(n_threads=threads))
-    slot = ModelSlot(model, path, fixed_tokens=fixed_tokens)
-    return FusedConverter(base, [slot], ConversionSettings(), lexicon=getattr(base, "dictionary", None)), model
+    slot = ModelSlot(model, path, fixed_tokens=fixed_tokens, draft_for=draft_for)
+    return FusedConverter(base, [slot], ConversionSettings(), lexicon=getattr(base, "dictionary", None)), slot
+
+
+def passes(model, path: str, fixed_tokens: int, acceptances: list[float]):
+    """(acceptance or None, converter, slot) per measured pass; with acceptances, an untimed
+    recording pass first fills the oracle with the model's own greedy outputs."""
+    if not acceptances:
+        converter, slot = fresh_converter(model, path, fixed_tokens)
+        yield None, converter, slot
+        return
+    from draft_simulation import DraftOracle
+
+    oracle = DraftOracle()
+    converter, slot = fresh_converter(model, path, fixed_tokens, oracle)
+    measure(converter)
+    slot.release()
+    oracle.fill(model, fixed_tokens)
+    for acceptance in acceptances:
+        oracle.acceptance = acceptance
+        converter, slot = fresh_converter(model, path, fixed_tokens, oracle)
+        yield acceptance, converter, slot
+        print(f"  (acceptance {acceptance}: {oracle.served} simulated drafts, {oracle.missing} prompts unseen)")
+        oracle.served = oracle.missing = 0
 
 
 class CpuMeter:
@@ -126,6 +165,8 @@ def main() -> int:
     parser.add_argument("models", nargs="+", help="mimic directories or GGUF paths (or models.toml ids)")
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (default 1)")
     parser.add_argument("--fixed-tokens", type=int, default=12, help="tokens per greedy conversion (default 12)")
+    parser.add_argument("--acceptance", type=float, nargs="*", default=[],
+                        help="simulated shares of accepted draft tokens, one replay each (e.g. 0 0.655 0.9)")
     parser.add_argument("--json", type=Path, help="write the rows here")
     args = parser.parse_args()
 
@@ -133,39 +174,50 @@ def main() -> int:
     breakdown = []
     print(f"{len(SENTENCES)} sentences, greedy {args.fixed_tokens} tokens per conversion, {args.threads} llama.cpp "
           f"thread(s), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
-    print(f"{'model':<34}{'kind':<9}{'n':>4}{'wall p50':>10}{'p95':>8}{'CPU p50':>9}{'p95':>8}{'decode p50':>11}{'p95':>8}")
+    print(f"{'model':<34}{'A':>6} {'kind':<9}{'n':>4}{'wall p50':>10}{'p95':>8}{'CPU p50':>9}{'p95':>8}{'decode p50':>11}{'p95':>8}")
     for path in args.models:
-        converter, model = converter_for(path, args.threads, args.fixed_tokens)
-        rows = measure(converter)
-        for kind, samples in rows.items():
-            walls, cpus, decs = ([s[i] for s in samples] for i in range(3))
-            row = {"model": path, "arch": model.llama.info.architecture, "n_vocab": model.llama.n_vocab,
-                   "file_mib": round(model.llama.path.stat().st_size / 2**20, 2), "kind": kind, "count": len(samples),
-                   "wall_p50_ms": round(percentile(walls, 0.5), 1), "wall_p95_ms": round(percentile(walls, 0.95), 1),
-                   "cpu_p50_ms": round(percentile(cpus, 0.5), 1), "cpu_p95_ms": round(percentile(cpus, 0.95), 1),
-                   "decode_p50_ms": round(percentile(decs, 0.5), 1), "decode_p95_ms": round(percentile(decs, 0.95), 1)}
-            out.append(row)
-            if samples:
-                means = [sum(s[i] for s in samples) / len(samples) for i in range(1, 5)]
-                # Two decimals, so the parts still add up to the total after rounding.
-                breakdown.append({"model": path, "kind": kind, "cpu_mean_ms": round(means[0], 2),
-                                  "decode_mean_ms": round(means[1], 2), "lattice_mean_ms": round(means[2], 2),
-                                  "align_mean_ms": round(means[3], 2),
-                                  "python_mean_ms": round(means[0] - means[1] - means[2] - means[3], 2)})
-            print(f"{Path(path).name:<34}{kind:<9}{row['count']:>4}{row['wall_p50_ms']:>10.1f}{row['wall_p95_ms']:>8.1f}"
-                  f"{row['cpu_p50_ms']:>9.1f}{row['cpu_p95_ms']:>8.1f}{row['decode_p50_ms']:>11.1f}{row['decode_p95_ms']:>8.1f}",
-                  flush=True)
-        converter.close() if hasattr(converter, "close") else model.close()
+        model = load(path, args.threads)
+        for acceptance, converter, slot in passes(model, path, args.fixed_tokens, args.acceptance):
+            rows = measure(converter)
+            slot.release()
+            report(path, model, acceptance, rows, out, breakdown)
+        model.close()
     print("\nmean CPU ms per key: where the time goes")
-    print(f"{'model':<34}{'kind':<10}{'CPU':>8}{'decode':>8}{'lattice':>9}{'align':>7}{'Python':>8}")
+    print(f"{'model':<34}{'A':>6} {'kind':<10}{'CPU':>8}{'decode':>8}{'lattice':>9}{'align':>7}{'Python':>8}")
     for row in breakdown:
-        print(f"{Path(row['model']).name:<34}{row['kind']:<10}{row['cpu_mean_ms']:>8.1f}{row['decode_mean_ms']:>8.1f}"
-              f"{row['lattice_mean_ms']:>9.1f}{row['align_mean_ms']:>7.1f}{row['python_mean_ms']:>8.1f}")
+        print(f"{Path(row['model']).name:<34}{_share(row['acceptance']):>6} {row['kind']:<10}{row['cpu_mean_ms']:>8.1f}"
+              f"{row['decode_mean_ms']:>8.1f}{row['lattice_mean_ms']:>9.1f}{row['align_mean_ms']:>7.1f}{row['python_mean_ms']:>8.1f}")
     if args.json:
         payload = {"threads": args.threads, "fixed_tokens": args.fixed_tokens, "cpus": os.cpu_count(),
-                   "load_avg_end": os.getloadavg(), "rows": out, "breakdown": breakdown}
+                   "acceptance": args.acceptance, "load_avg_end": os.getloadavg(), "rows": out, "breakdown": breakdown}
         args.json.write_text(json.dumps(payload, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return 0
+
+
+def _share(acceptance: float | None) -> str:
+    return "-" if acceptance is None else f"{acceptance:.3g}"
+
+
+def report(path: str, model, acceptance: float | None, rows, out: list, breakdown: list) -> None:
+    """Print one pass's rows and add them to out / breakdown."""
+    for kind, samples in rows.items():
+        walls, cpus, decs = ([s[i] for s in samples] for i in range(3))
+        row = {"model": path, "acceptance": acceptance, "arch": model.llama.info.architecture, "n_vocab": model.llama.n_vocab,
+               "file_mib": round(model.llama.path.stat().st_size / 2**20, 2), "kind": kind, "count": len(samples),
+               "wall_p50_ms": round(percentile(walls, 0.5), 1), "wall_p95_ms": round(percentile(walls, 0.95), 1),
+               "cpu_p50_ms": round(percentile(cpus, 0.5), 1), "cpu_p95_ms": round(percentile(cpus, 0.95), 1),
+               "decode_p50_ms": round(percentile(decs, 0.5), 1), "decode_p95_ms": round(percentile(decs, 0.95), 1)}
+        out.append(row)
+        if samples:
+            means = [sum(s[i] for s in samples) / len(samples) for i in range(1, 5)]
+            # Two decimals, so the parts still add up to the total after rounding.
+            breakdown.append({"model": path, "acceptance": acceptance, "kind": kind, "cpu_mean_ms": round(means[0], 2),
+                              "decode_mean_ms": round(means[1], 2), "lattice_mean_ms": round(means[2], 2),
+                              "align_mean_ms": round(means[3], 2),
+                              "python_mean_ms": round(means[0] - means[1] - means[2] - means[3], 2)})
+        print(f"{Path(path).name:<34}{_share(acceptance):>6} {kind:<9}{row['count']:>4}{row['wall_p50_ms']:>10.1f}"
+              f"{row['wall_p95_ms']:>8.1f}{row['cpu_p50_ms']:>9.1f}{row['cpu_p95_ms']:>8.1f}{row['decode_p50_ms']:>11.1f}"
+              f"{row['decode_p95_ms']:>8.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 The slot wraps a background load handle (karukan_engine.neural.background) or a loaded model.
 Until the model is ready, and for good if it failed to load, `get()` returns None and the
 pipeline works on the dictionary alone. Greedy conversions of every worker thread go through one
-GreedyBatcher (karukan_engine.conversion.greedy_batcher): one GreedyPool per model that keeps
+GreedyBatcher (karukan_engine.scheduling.greedy_batcher): one GreedyPool per model that keeps
 each session's tokens under its own sequence id (beyond SESSION_SEQUENCES, the least recently
 used session's state is saved and restored later), so a key re-decodes only what changed, its
 last output is the draft for its next key (see karukan_engine.neural.greedy_pool), and
@@ -14,19 +14,18 @@ from __future__ import annotations
 
 import logging
 import threading
-import unicodedata
 from collections import OrderedDict
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Hashable, Sequence
 
 from karukan_engine.conversion.contracts import ModelSource
-from karukan_engine.conversion.greedy_batcher import GreedyBatcher
+from karukan_engine.scheduling.greedy_batcher import GreedyBatcher
 from karukan_engine.neural.generation import Generation
 from karukan_engine.neural.greedy_pool import GreedyJob, GreedyPool
-from karukan_engine.neural.prompt import clean_output, clean_text
+from karukan_engine.neural.prompt import clean_output
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_NEW = 48
+DEFAULT_MAX_NEW = None   # the model family's output budget (prompt.PromptFamily.max_new_tokens)
 # Greedy outputs remembered by prompt: Space asks for the text live conversion just decoded.
 GREEDY_MEMO = 64
 SESSION_SEQUENCES = 16  # sessions whose KV stays live in the shared context (also the batch cap)
@@ -56,13 +55,17 @@ class Loaded:
 
 class ModelSlot:
     def __init__(self, source: Any, model_id: str, fixed_tokens: int | None = None,
-                 greedy_memo: int = GREEDY_MEMO) -> None:
+                 greedy_memo: int = GREEDY_MEMO,
+                 draft_for: Callable[[Sequence[int], int], Sequence[int] | None] | None = None) -> None:
         """source: a ModelSource (a model loading in the background) or a loaded NeuralModel.
 
         fixed_tokens: benchmarks with random-weight models only: every greedy conversion
         generates exactly this many tokens (stop tokens ignored), so timings mean something.
         greedy_memo: how many greedy outputs to remember by prompt (0: decode every call).
+        draft_for: benchmarks only: (prompt ids, room) -> the draft that greedy job checks
+        (None: the automatic one), to simulate how often a trained model accepts its drafts.
         """
+        self.draft_for = draft_for
         self.greedy_memo = greedy_memo
         self.model_id = model_id
         self.fixed_tokens = fixed_tokens
@@ -93,7 +96,7 @@ class ModelSlot:
         except Exception:  # the load error is reported once by get()
             return self.get()
 
-    def greedy(self, reading: str, context: str = "", max_new: int = DEFAULT_MAX_NEW,
+    def greedy(self, reading: str, context: str = "", max_new: int | None = DEFAULT_MAX_NEW,
                owner: Hashable | None = None,
                should_stop: Callable[[], bool] | None = None) -> Generation | None:
         """Greedy conversion reusing the owner's (session's) KV state, with its last output as
@@ -102,7 +105,7 @@ class ModelSlot:
         model = self.get()
         if model is None:
             return None
-        if not clean_text(reading).strip():
+        if not model.has_reading(reading):
             return Generation("", (), 0.0, False)
         prompt, room, stop_ids = self._job_shape(model, reading, context, max_new)
         key = (tuple(prompt), room)
@@ -110,7 +113,8 @@ class ModelSlot:
         if remembered is not None:
             self._local.atypical = True   # no decode: not a service-time sample
             return remembered
-        job = GreedyJob(owner, prompt, room, stop_ids, should_stop=should_stop)
+        draft = self.draft_for(prompt, room) if self.draft_for is not None else None
+        job = GreedyJob(owner, prompt, room, stop_ids, draft=draft, should_stop=should_stop)
         served = self._batcher_for(model).generate(job)
         self._local.atypical = served.cold or served.waited
         out, logprob, finished = served.result
@@ -122,18 +126,21 @@ class ModelSlot:
         return generation
 
     def remembered_greedy(self, reading: str, context: str = "",
-                          max_new: int = DEFAULT_MAX_NEW) -> Generation | None:
+                          max_new: int | None = DEFAULT_MAX_NEW) -> Generation | None:
         """The greedy output for exactly this call if one was decoded lately, else None (no
         decode): greedy decoding is deterministic, so it is the same text."""
         model = self.get()
-        if model is None or not clean_text(reading).strip():
+        if model is None or not model.has_reading(reading):
             return None
         prompt, room, _stops = self._job_shape(model, reading, context, max_new)
         return self._remembered((tuple(prompt), room))
 
-    def _job_shape(self, model, reading: str, context: str, max_new: int):
+    def _job_shape(self, model, reading: str, context: str, max_new: int | None):
         prompt = model.prompt_ids(reading, context)
-        room = max(0, min(max_new, model.n_ctx_train - len(prompt)))
+        # Never more than the family's budget (upstream's 50 tokens).
+        budget = model.family.max_new_tokens
+        wanted = budget if max_new is None else min(max_new, budget)
+        room = max(0, min(wanted, model.n_ctx_train - len(prompt)))
         stop_ids = model.stop_ids
         if self.fixed_tokens is not None:
             room, stop_ids = min(self.fixed_tokens, model.n_ctx_train - len(prompt)), frozenset()
@@ -169,8 +176,9 @@ class ModelSlot:
         model = self.get()
         if model is None:
             return None
-        ids = model.tokenizer.encode(unicodedata.normalize("NFKC", surface))
-        prompt = model.prompt_ids(reading, context, reserve=len(ids) + 1)
+        # The surface's tokens as the model sees them after this prompt: one joint encoding.
+        joint = model.joint_ids(reading, context, [surface])[0]
+        prompt, ids = joint.prompt, joint.surface
         with self._batcher_for(model).exclusive() as pool:
             agreed, token = pool.first_disagreement(_VERIFY, prompt, ids)
         if token in model.stop_ids:
@@ -184,11 +192,16 @@ class ModelSlot:
                 self._batcher = GreedyBatcher(pool)
             return self._batcher
 
-    def close(self) -> None:
+    def release(self) -> None:
+        """Free the decoding contexts and remembered outputs; the model stays loaded."""
         with self._lock:
             batcher, self._batcher = self._batcher, None
+            self._memo.clear()
         if batcher is not None:
             batcher.close()
+
+    def close(self) -> None:
+        self.release()
         model = self.get()
         if model is not None:
             model.close()

@@ -22,8 +22,9 @@ needs_dictionary = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(),
 
 @pytest.fixture(scope="module")
 def tiny_mimic(tmp_path_factory):
-    spec = mimic.small("jinen-v1-xsmall", n_layer=1, n_embd=256, n_head=4, n_ctx_train=256)
-    return mimic.build(spec, tmp_path_factory.mktemp("mimic") / "jinen-v1-xsmall", ZENZ_TOKENIZER, n_threads=1).parent
+    # the zenz vocabulary: marks as three byte tokens (the case the draft test below is about)
+    spec = mimic.small("zenz-v3-xsmall", n_layer=1, n_embd=256, n_head=4, n_ctx_train=256)
+    return mimic.build(spec, tmp_path_factory.mktemp("mimic") / "zenz-v3-xsmall", ZENZ_TOKENIZER, n_threads=1).parent
 
 
 def _run(args, tmp_path):
@@ -63,6 +64,19 @@ def test_model_shape_bench_reports_every_key_kind(tiny_mimic, tmp_path):
     for row in split.values():
         parts = row["decode_mean_ms"] + row["lattice_mean_ms"] + row["align_mean_ms"] + row["python_mean_ms"]
         assert abs(parts - row["cpu_mean_ms"]) < 0.05 and row["python_mean_ms"] > -0.2
+
+
+@needs_dictionary
+def test_model_shape_bench_replays_once_per_simulated_acceptance(tiny_mimic, tmp_path):
+    out = tmp_path / "shapes.json"
+    printed = _run([REPO / "benchmarks" / "model_shape_bench.py", tiny_mimic, "--fixed-tokens", "3",
+                    "--acceptance", "0", "0.9", "--json", out], tmp_path)
+    payload = json.loads(out.read_text())
+    assert payload["acceptance"] == [0.0, 0.9]
+    rows = {(r["acceptance"], r["kind"]): r for r in payload["rows"]}
+    assert set(rows) == {(a, k) for a in (0.0, 0.9) for k in ("typing", "model key", "convert")}
+    assert rows[0.9, "model key"]["count"] == rows[0.0, "model key"]["count"] > 0  # the same replay
+    assert "0 prompts unseen" in printed and "simulated drafts" in printed
 
 
 @needs_dictionary
