@@ -65,7 +65,7 @@ class InputSettings:
 class SessionSettings:
     page_size: int = 9              # candidates per page (labels 1..page_size)
     live_conversion: bool = True    # show the converter's best guess while typing
-    context_chars: int = 20         # left context (surrounding text) kept for the converter
+    context_chars: int = 40         # left context kept for the converter (zenz reads 40; each model cuts its own)
     keymap: str = ""                # a TOML keymap merged over the default; "" = default only
 
     def check(self) -> None:

@@ -48,7 +48,7 @@ def test_full_file_and_other_sections(tmp_path):
     ("[session]\npage_size = 10\n", "page_size", ("session", "page_size"), 9),
     ('[session]\npage_size = "9"\n', "must be a int", ("session", "page_size"), 9),
     ("[session]\nlive_conversion = 1\n", "must be a bool", ("session", "live_conversion"), True),
-    ("[session]\ncontext_chars = -1\n", "context_chars", ("session", "context_chars"), 20),
+    ("[session]\ncontext_chars = -1\n", "context_chars", ("session", "context_chars"), 40),
     ("input = 3\n", "must be a table", ("input", "mode"), "hiragana"),
 ])
 def test_a_bad_value_falls_back_on_its_own(text, message, key, fallback):

@@ -100,12 +100,12 @@ class ConversionSettings:
     chunk_chars: int = 30
     chunk_symbols: int = 1
     chunk_digits: int = 0
-    context_chars: int = 20           # left context given to the model, in characters
+    context_chars: int = 40           # left context offered to the model; it keeps its family's share (10 / 40)
     cache_capacity: int = 1024
     num_candidates: int = 9
     beam_width: int = 5
     lattice_nbest: int = 10
-    max_new_tokens: int = 48
+    max_new_tokens: int = 50          # upstream's output budget
     scheme: str = "rerank"            # "rerank" (score every candidate) or "verify" (Zenzai-style)
     verify_rounds: int = 3
     workers: int = 2                  # scheduler worker threads (sharing one batched decoder per model)
