@@ -7,9 +7,10 @@ maps each to a POS id. Readings are stored in hiragana.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, TextIO
+from typing import Iterable, Iterator, TextIO
 
 from karukan_engine.core.user_files import (
     MAX_DATA_BYTES,
@@ -26,6 +27,7 @@ from karukan_engine.kana import to_hiragana
 log = logging.getLogger(__name__)
 
 DEFAULT_POS = "名詞"
+_KATAKANA = re.compile("[\u30a1-\u30f6\u30fd\u30fe]")   # what to_hiragana changes
 
 
 def default_path() -> Path:
@@ -42,6 +44,12 @@ class UserWord:
     def to_line(self) -> str:
         return "\t".join((self.reading, self.surface, self.pos, self.comment))
 
+    @classmethod
+    def from_line(cls, line: str) -> "UserWord":
+        """The word of a line to_line() wrote (already checked)."""
+        reading, surface, pos, comment = line.split("\t", 3)
+        return cls(reading, surface, pos, comment)
+
 
 class UserDictionaryError(ValueError):
     """A word or file the user dictionary cannot take."""
@@ -55,16 +63,18 @@ def parse_line(line: str, pos_names: Iterable[str] | None = None) -> UserWord | 
     fields = line.split("\t")
     if len(fields) < 2:
         raise UserDictionaryError("expected reading<TAB>word[<TAB>POS[<TAB>comment]]")
-    reading = to_hiragana(fields[0].strip())
+    reading = fields[0].strip()
+    if _KATAKANA.search(reading):
+        reading = to_hiragana(reading)
     surface = fields[1].strip()
     pos = fields[2].strip() if len(fields) > 2 and fields[2].strip() else DEFAULT_POS
     comment = fields[3].strip() if len(fields) > 3 else ""
     if not reading or not surface:
         raise UserDictionaryError("empty reading or word")
-    if any(has_control_chars(text) for text in (reading, surface, pos, comment)):
+    if has_control_chars(reading + surface + pos + comment):   # (one search for the four fields)
         # NUL, ESC, newlines...: a word holding one could never be shown or sent to an application
         raise UserDictionaryError("control characters in a field")
-    if pos_names is not None and pos not in set(pos_names):
+    if pos_names is not None and pos not in (pos_names if isinstance(pos_names, (set, frozenset)) else set(pos_names)):
         raise UserDictionaryError(f"unknown part of speech {pos!r}")
     return UserWord(reading, surface, pos, comment)
 
@@ -73,7 +83,10 @@ class UserDictionary:
     def __init__(self, path: Path | None = None, pos_names: Iterable[str] | None = None) -> None:
         self.path = path if path is not None else default_path()
         self.pos_names = set(pos_names) if pos_names is not None else None
-        self._words: list[UserWord] = []
+        # One checked line (UserWord.to_line) per word, not one object per field: a million-word
+        # import stays a string each.
+        self._lines: list[str] = []
+        self._keys: set[str] | None = None   # each line's (reading, word, POS) part, made by add()
         self.version = 0
         self._stamp: int | None = None   # mtime_ns of the file as last loaded or saved
         self._read_only = False   # the file could not be read nor moved aside: never replace it
@@ -88,35 +101,54 @@ class UserDictionary:
             stamp = None
         if stamp == self._stamp:
             return False
-        self._words = []
+        self._lines = []
+        self._keys = None
         self._load()
         self.version += 1
         return True
 
+    def __len__(self) -> int:
+        return len(self._lines)
+
     @property
     def words(self) -> list[UserWord]:
-        return list(self._words)
+        return [UserWord.from_line(line) for line in self._lines]
+
+    def word(self, index: int) -> UserWord:
+        return UserWord.from_line(self._lines[index])
+
+    def entries(self) -> Iterator[tuple[str, str, str]]:
+        """(reading, word, POS) of every word, in order, without making a UserWord of each."""
+        for line in self._lines:
+            reading, surface, pos, _comment = line.split("\t", 3)
+            yield reading, surface, pos
 
     def lookup(self, reading: str) -> list[UserWord]:
-        return [w for w in self._words if w.reading == reading]
+        prefix = reading + "\t"
+        return [UserWord.from_line(line) for line in self._lines if line.startswith(prefix)]
 
     def add(self, reading: str, surface: str, pos: str = DEFAULT_POS, comment: str = "") -> bool:
         """Add a word; False if the same (reading, word, POS) is already there."""
         word = parse_line("\t".join((reading, surface, pos, comment)), self.pos_names)
         assert word is not None
-        if any((w.reading, w.surface, w.pos) == (word.reading, word.surface, word.pos) for w in self._words):
+        if self._keys is None:   # (a set, so importing a big list is not quadratic)
+            self._keys = {_key(line) for line in self._lines}
+        line = word.to_line()
+        if _key(line) in self._keys:
             return False
-        self._words.append(word)
+        self._keys.add(_key(line))
+        self._lines.append(line)
         self.version += 1
         return True
 
     def remove(self, reading: str, surface: str) -> int:
         """Remove every entry of (reading, word); return how many."""
-        reading = to_hiragana(reading)
-        kept = [w for w in self._words if (w.reading, w.surface) != (reading, surface)]
-        removed = len(self._words) - len(kept)
-        self._words = kept
+        prefix = f"{to_hiragana(reading)}\t{surface}\t"
+        kept = [line for line in self._lines if not line.startswith(prefix)]
+        removed = len(self._lines) - len(kept)
+        self._lines = kept
         if removed:
+            self._keys = None
             self.version += 1
         return removed
 
@@ -134,8 +166,8 @@ class UserDictionary:
         return added, problems
 
     def export_tsv(self, stream: TextIO) -> None:
-        for word in self._words:
-            stream.write(word.to_line() + "\n")
+        for line in self._lines:
+            stream.write(line + "\n")
 
     def save(self) -> None:
         """Write the dictionary; UserDictionaryError when the file on disk could not be read
@@ -146,7 +178,7 @@ class UserDictionary:
             if keep_copy(self.path, self._unparsed, "malformed lines") is None:
                 raise UserDictionaryError(f"{self.path.name}: could not keep a copy of its malformed lines")
             self._unparsed = None
-        data = "".join(w.to_line() + "\n" for w in self._words).encode("utf-8")
+        data = "".join(line + "\n" for line in self._lines).encode("utf-8")
         write_atomic(self.path, data)
         self._stamp = self.path.stat().st_mtime_ns
 
@@ -178,7 +210,13 @@ class UserDictionary:
                 skipped += 1
                 continue
             if word is not None:
-                self._words.append(word)
+                checked = word.to_line()
+                self._lines.append(line if line == checked else checked)   # most lines are as written
         if skipped:
             self._unparsed = raw   # a save keeps a copy first: nothing the user wrote is lost
             log.warning("user dictionary: skipped %d malformed lines", skipped)
+
+
+def _key(line: str) -> str:
+    """A line without its comment: what makes two entries the same word."""
+    return line.rsplit("\t", 1)[0]

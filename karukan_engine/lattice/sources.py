@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from typing import Iterator
 
 import numpy as np
@@ -21,6 +22,8 @@ USER_WORD_COST = 3000
 # Mozc; the converter also puts it first in its segment, see LatticeConverter).
 LEARNED_BONUS = 300
 OLDER_LEARNED_PENALTY = 1000
+# User-word costs kept at once (each a dictionary search); the cache starts over when full.
+MAX_CACHED_COSTS = 100_000
 
 
 def _standalone_cost(dictionary: SystemDictionary, reading: str, pos: int) -> int:
@@ -39,13 +42,23 @@ def _standalone_cost(dictionary: SystemDictionary, reading: str, pos: int) -> in
 class UserWordSource:
     """User words: the POS id of their user POS; a cost that puts them just before the best
     system word of the same reading on its own, while context still decides in a sentence.
-    Verbs and adjectives, given in their dictionary form, enter in every conjugated form."""
+    Verbs and adjectives, given in their dictionary form, enter in every conjugated form.
+
+    Sized for whole imported word lists (a million lines): the index holds no object per word,
+    only the hash of each form's reading in a sorted array beside the word's number and form's
+    number; a hit is checked against the word itself (hashes may collide), and costs are worked
+    out when a reading is first looked up. A reading longer than any form is never looked up."""
 
     def __init__(self, user_dictionary: UserDictionary, dictionary: SystemDictionary) -> None:
         self.user_dictionary = user_dictionary
         self.dictionary = dictionary
         self._version = -1
-        self._index: dict[str, list[ExtraWord]] = {}
+        self._hashes = np.zeros(0, dtype=np.int64)   # sorted hash of each form's reading
+        self._word_ids = np.zeros(0, dtype=np.int32)   # the word each hash is a form of
+        self._form_ids = np.zeros(0, dtype=np.int16)   # which of its forms
+        self._lengths: tuple[int, ...] = ()   # the form readings' lengths, shortest first
+        self._costs: dict[tuple[str, int], int] = {}
+        self._refresh()   # built with the converter, not at the first key
 
     def _forms(self, reading: str, surface: str, pos: str) -> list[tuple[str, str, int]]:
         noun = self.dictionary.meta["noun_id"]
@@ -63,21 +76,65 @@ class UserWordSource:
     def _refresh(self) -> None:
         if self._version == self.user_dictionary.version:
             return
-        index: dict[str, list[ExtraWord]] = {}
-        for word in self.user_dictionary.words:
-            for reading, surface, pos in self._forms(word.reading, word.surface, word.pos):
-                cost = _standalone_cost(self.dictionary, reading, pos)
-                index.setdefault(reading, []).append(ExtraWord(reading, surface, pos, pos, cost, Source.USER))
-        self._index = index
-        self._version = self.user_dictionary.version
+        version = self.user_dictionary.version
+        hashes, word_ids, form_ids = array("q"), array("i"), array("h")
+        lengths: set[int] = set()
+        forms = self.dictionary.meta.get("user_pos_forms", {})
+        # POS whose words enter as they are written (nouns...): no forms to work out
+        as_written = {pos for pos in self.dictionary.user_pos
+                      if not forms.get(pos) or [f[:2] for f in forms[pos]] == [["", ""]]}
+        for number, (reading, surface, pos) in enumerate(self.user_dictionary.entries()):
+            if pos in as_written:
+                hashes.append(hash(reading))
+                word_ids.append(number)
+                form_ids.append(0)
+                lengths.add(len(reading))
+                continue
+            for form, (form_reading, _s, _p) in enumerate(self._forms(reading, surface, pos)):
+                hashes.append(hash(form_reading))
+                word_ids.append(number)
+                form_ids.append(form)
+                lengths.add(len(form_reading))
+        order = np.argsort(np.frombuffer(hashes, dtype=np.int64), kind="stable")
+        self._hashes = np.frombuffer(hashes, dtype=np.int64)[order]
+        self._word_ids = np.frombuffer(word_ids, dtype=np.int32)[order]
+        self._form_ids = np.frombuffer(form_ids, dtype=np.int16)[order]
+        self._lengths = tuple(sorted(lengths))
+        self._costs = {}
+        self._version = version
+
+    def _cost(self, reading: str, pos: int) -> int:
+        key = (reading, pos)
+        cost = self._costs.get(key)
+        if cost is None:
+            if len(self._costs) >= MAX_CACHED_COSTS:
+                self._costs.clear()
+            cost = self._costs[key] = _standalone_cost(self.dictionary, reading, pos)
+        return cost
+
+    def lookup(self, reading: str) -> list[ExtraWord]:
+        """The user words (forms) spelt exactly `reading`, in the dictionary's order."""
+        wanted = hash(reading)
+        hashes = self._hashes
+        a = int(hashes.searchsorted(wanted))
+        if a == len(hashes) or hashes[a] != wanted:
+            return []   # most substrings are no user word: one search
+        b = int(hashes.searchsorted(wanted, side="right"))
+        found = []
+        for i in range(a, b):
+            word = self.user_dictionary.word(int(self._word_ids[i]))
+            form_reading, surface, pos = self._forms(word.reading, word.surface, word.pos)[int(self._form_ids[i])]
+            if form_reading == reading:   # not a hash collision
+                found.append(ExtraWord(reading, surface, pos, pos, self._cost(reading, pos), Source.USER))
+        return found
 
     def words_at(self, text: str, start: int) -> Iterator[ExtraWord]:
         self._refresh()
-        if not self._index:
-            return
-        longest = max(len(r) for r in self._index)
-        for end in range(start + 1, min(len(text), start + longest) + 1):
-            yield from self._index.get(text[start:end], ())
+        rest = len(text) - start
+        for length in self._lengths:
+            if length > rest:
+                return
+            yield from self.lookup(text[start:start + length])
 
 
 class LearnedWordSource:
