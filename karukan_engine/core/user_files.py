@@ -9,6 +9,8 @@ goes through write_atomic() into a private directory (0700, files 0600, as Mozc'
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import re
@@ -16,6 +18,7 @@ import stat
 import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +143,30 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock (flock) on `.<name>.lock` beside path: processes that
+    read, merge and write the same file take turns. The lock file is never removed (removing it
+    would let two processes lock two different files)."""
+    _private_dir(path.parent)
+    fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                 PRIVATE_FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)   # (closing releases the lock)
+
+
+def file_stamp(path: Path) -> tuple[int, int, int] | None:
+    """(inode, mtime_ns, size): changes whenever write_atomic replaces the file."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_ino, info.st_mtime_ns, info.st_size
+
+
 def _private_dir(directory: Path) -> None:
     """Create the directory 0700; tighten Karukan's own data directory if it is open to others."""
     directory.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
@@ -219,25 +246,35 @@ def set_aside(path: Path, why: str) -> Path | None:
 
 
 def keep_copy(path: Path, data: bytes, why: str) -> Path | None:
-    """Write `data` (what was read from path) beside it as a set-aside copy; path stays."""
-    for n in range(1000):
-        target = _aside_name(path, n)
+    """Write `data` (what was read from path) beside it as a set-aside copy; path stays.
+
+    The copy is written whole (and fsynced) under a temporary name first and only then given its
+    .corrupt-<time> name, so a failed write (a full disk) leaves no empty or cut-short file that
+    looks like a backup."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    try:
+        tmp.unlink(missing_ok=True)   # only this thread of this process uses this name
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE_MODE)
+        with open(fd, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        for n in range(1000):
+            target = _aside_name(path, n)
+            try:
+                _move_no_replace(tmp, target)
+            except FileExistsError:
+                continue
+            log.warning("%s had entries that could not be used (%s); kept a copy as %s", path.name, why, target.name)
+            return target
+    except OSError as exc:
+        log.warning("%s: could not keep a copy (%s)", path.name, exc.strerror or type(exc).__name__)
+        return None
+    finally:
         try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
-                         PRIVATE_FILE_MODE)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            log.warning("%s: could not keep a copy (%s)", path.name, exc.strerror or type(exc).__name__)
-            return None
-        try:
-            with open(fd, "wb") as stream:
-                stream.write(data)
-        except OSError as exc:
-            log.warning("%s: could not keep a copy (%s)", path.name, exc.strerror or type(exc).__name__)
-            return None
-        log.warning("%s had entries that could not be used (%s); kept a copy as %s", path.name, why, target.name)
-        return target
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
     return None
 
 

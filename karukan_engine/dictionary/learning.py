@@ -21,13 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from karukan_engine.dictionary.eviction import WeakestFirst
+from karukan_engine.dictionary.learning_merge import merge_into
 from karukan_engine.dictionary.saver import DebouncedSaver
 from karukan_engine.core.user_files import (
     MAX_DATA_BYTES,
     clean_stale_temps,
     data_dir,
+    file_stamp,
     has_control_chars,
     keep_copy,
+    locked,
     read_user_file,
     set_aside,
     write_atomic,
@@ -97,6 +100,12 @@ class LearningStore:
         self._saved_version = 0
         self.saves = 0        # files written by this store (tests: no write on the commit path)
         self._read_only = False   # the file could not be read nor moved aside: never replace it
+        self._disk_stamp: tuple | None = None   # the file as this store last read or wrote it
+        # what this process removed, so that a save does not take it back from the file: the
+        # last use forgotten per key, and the tick of the last clear()
+        self._forgotten: dict[tuple[str, str], int] = {}
+        self._forgotten_in_context: dict[tuple[str, str, str], int] = {}
+        self._cleared_through = -1
         self._saver = (DebouncedSaver(self._save_if_dirty, save_delay, max_save_delay, "karukan-learning-save")
                        if save_delay is not None else None)
         self._load()
@@ -179,11 +188,13 @@ class LearningStore:
     def forget(self, reading: str, surface: str) -> bool:
         """Drop a pair, in every context too."""
         with self._lock:
-            if self._uses.pop((reading, surface), None) is None:
+            use = self._uses.pop((reading, surface), None)
+            if use is None:
                 return False
+            self._forgotten[(reading, surface)] = use.last
             _unindex(self._by_reading, reading, surface)
             for key in [k for k in self._in_context if k[1:] == (reading, surface)]:
-                del self._in_context[key]
+                self._forgotten_in_context[key] = self._in_context.pop(key).last
                 _unindex(self._by_context, key[:2], surface)
             self.version += 1
         self._changed()
@@ -191,6 +202,7 @@ class LearningStore:
 
     def clear(self) -> None:
         with self._lock:
+            self._cleared_through = self._tick
             self._uses.clear()
             self._by_reading.clear()
             self._in_context.clear()
@@ -240,23 +252,63 @@ class LearningStore:
         if self._read_only:
             return False
         with self._save_lock:   # the snapshot is taken inside: the last write holds the latest
-            with self._lock:
-                version = self.version
-                payload = {
-                    "format": FORMAT,
-                    "tick": self._tick,
-                    "entries": [[r, s, u.count, u.last] for (r, s), u in self._uses.items()],
-                    "contexts": [[c, r, s, u.count, u.last] for (c, r, s), u in self._in_context.items()],
-                }
-            data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             try:
-                write_atomic(self.path, data)
+                with locked(self.path):   # another process's save waits: read, merge, write
+                    if not self._merge_from_disk():
+                        return False
+                    with self._lock:
+                        version = self.version
+                        payload = {
+                            "format": FORMAT,
+                            "tick": self._tick,
+                            "entries": [[r, s, u.count, u.last] for (r, s), u in self._uses.items()],
+                            "contexts": [[c, r, s, u.count, u.last] for (c, r, s), u in self._in_context.items()],
+                        }
+                    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+                    write_atomic(self.path, data)
+                    self._disk_stamp = file_stamp(self.path)
             except OSError as exc:
                 log.warning("could not save the learning history (%s); the previous copy is kept",
                             exc.strerror or type(exc).__name__)
                 return False
             self._saved_version = version
             self.saves += 1
+        return True
+
+    def _merge_from_disk(self) -> bool:
+        """Take in what another process saved since this store last read or wrote the file (see
+        learning_merge). False when the file is there but cannot be read nor moved aside: it
+        must not be replaced."""
+        stamp = file_stamp(self.path)
+        if stamp is None or stamp == self._disk_stamp:
+            return True   # nothing there, or what this store wrote itself
+        try:
+            raw = read_user_file(self.path, MAX_DATA_BYTES)
+        except FileNotFoundError:
+            return True
+        except OSError as exc:
+            return set_aside(self.path, exc.strerror or type(exc).__name__) is not None
+        try:
+            tick, uses, in_context, skipped = parse_payload(raw)
+        except Exception as exc:   # damaged meanwhile: kept aside whole, this store's copy goes on
+            why = str(exc) if isinstance(exc, (LearningFormatError, json.JSONDecodeError)) else type(exc).__name__
+            return set_aside(self.path, why) is not None
+        if skipped and keep_copy(self.path, raw, f"{skipped} bad entries") is None:
+            return False
+        with self._lock:
+            taken = merge_into(self._uses, uses, self._forgotten, self._cleared_through)
+            for reading, surface in taken:
+                self._by_reading.setdefault(reading, set()).add(surface)
+            taken_in_context = merge_into(self._in_context, in_context, self._forgotten_in_context,
+                                          self._cleared_through)
+            for key, reading, surface in taken_in_context:
+                self._by_context.setdefault((key, reading), set()).add(surface)
+            self._tick = max(self._tick, tick)
+            if taken or taken_in_context:
+                self._weakest.rebuild(self._uses)
+                self._weakest_in_context.rebuild(self._in_context)
+                self._evict()
+                self.version += 1
         return True
 
     def _save_if_dirty(self) -> bool:
@@ -283,6 +335,7 @@ class LearningStore:
         file is never overwritten unread: it is set aside (or, if even that fails, left alone and
         never saved over)."""
         clean_stale_temps(self.path)
+        stamp = file_stamp(self.path)
         try:
             raw = read_user_file(self.path, MAX_DATA_BYTES)
         except FileNotFoundError:
@@ -301,6 +354,7 @@ class LearningStore:
             return
         if skipped and keep_copy(self.path, raw, f"{skipped} bad entries") is None:
             self._read_only = True   # saving would drop entries that exist nowhere else
+        self._disk_stamp = stamp
         self._tick = tick
         self._uses = uses
         for reading, surface in uses:
