@@ -153,7 +153,7 @@ def _answer(converter: Converter, line: str, default_context: str, default_n: in
         return {"id": None, "error": "each line must be a JSON object"}
     ident = item.get("id")
     try:
-        json.dumps(ident)   # an id is echoed back: it must be writable again
+        json.dumps(ident, allow_nan=False)   # echoed back: it must be JSON again (1e400 would be Infinity)
     except (ValueError, TypeError, RecursionError):
         return {"id": None, "error": "id cannot be echoed back"}
     reading, context, n = item.get("reading"), item.get("context", default_context), item.get("n", default_n)
