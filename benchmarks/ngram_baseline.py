@@ -14,10 +14,9 @@ two-sided sign-test p (fused_quality.py's sampling, statistics and dictionary sy
 
     python benchmarks/ngram_baseline.py --limit 700 --json ngram_baseline.json
 
-Training text (the training pipeline's work directory, never committed; held-out parts never
-read): corpus/{chat,tatoeba,wikipedia,aozora}.txt (one sentence a line) and the annotated
-Wikipedia training split readings/wac_train.jsonl (the sentence is the concatenated surfaces),
-at most --max-chars characters in all (each part cut to the same share when there is more).
+Training text (read in place from --corpus, never committed; held-out documents never read):
+every source's training part as the language models read it (karukan_engine/training/lm_text.py),
+at most --max-chars characters in all (each source cut to the same share when there is more).
 Text is NFKC-normalised; every sentence starts (and ends) with a boundary symbol, so the start of
 a text is a context of its own.
 
@@ -45,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from karukan_engine.lm.char_ngram import ALPHA, ORDER, STUPID  # noqa: E402
 from karukan_engine.training.ngram import build  # noqa: E402
+from karukan_engine.training.sources import default_corpus_dir  # noqa: E402
 from tools import fusion_fit  # noqa: E402  (the dictionary-vs-system statistics)
 
 LAMBDA_GRID = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
@@ -90,15 +90,14 @@ def main() -> int:
     parser.add_argument("--order", type=int, default=ORDER)
     parser.add_argument("--alpha", type=float, default=ALPHA)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--corpus", type=Path, default=default_corpus_dir(),
+                        help="the corpus directory (default: $KARUKAN_CORPUS or ../shared/corpus)")
     args = parser.parse_args()
 
     from karukan_engine.dictionary.system import SystemDictionary
     from karukan_engine.lattice.converter import LatticeConverter
-    from karukan_engine.training.paths import work_dir
-
     fq = fused_quality()
-    work = work_dir()
-    model, stats, used = build(work, args.max_chars, args.order, smoothing=STUPID, alpha=args.alpha)
+    model, stats, used = build(args.corpus, args.max_chars, args.order, smoothing=STUPID, alpha=args.alpha)
     print(f"{args.order}-gram counted over {stats.characters:,} characters, {stats.sentences:,} sentences "
           f"({', '.join(f'{k} {v:,}' for k, v in used.items())}), {stats.vocabulary:,} distinct characters; "
           f"distinct n-grams {', '.join(f'{k}: {v:,}' for k, v in stats.ngrams.items())}; "

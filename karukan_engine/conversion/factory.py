@@ -36,7 +36,7 @@ class ConverterOptions:
 
 
 def build_converter(options: ConverterOptions = ConverterOptions()) -> EngineConverter:
-    base = _dictionary_converter()
+    base = _dictionary_converter(options.load_in_background)
     if base is None:
         from karukan_engine.conversion.plain import PlainConverter
 
@@ -50,16 +50,23 @@ def build_converter(options: ConverterOptions = ConverterOptions()) -> EngineCon
     return build_fused_converter(base, options)
 
 
-def _dictionary_converter() -> DictionaryConverter | None:
+def _dictionary_converter(load_in_background: bool) -> DictionaryConverter | None:
+    """The lattice over the system dictionary, its paths judged with the bundled n-gram (which
+    loads on a thread; one-shot commands wait for it, the engine answers without it meanwhile)."""
     try:
         from karukan_engine.lattice.converter import LatticeConverter
+        from karukan_engine.lm.bundled import LoadedNgram, shared_ngram
     except ImportError:
         return None
     from karukan_engine.dictionary.format import DictionaryFormatError
 
+    lm = LoadedNgram(shared_ngram())
     try:
-        return LatticeConverter.load_default()
+        converter = LatticeConverter.load_default(lm=lm)
     except (FileNotFoundError, DictionaryFormatError) as exc:
         # Typing must keep working: kana only, with the reason in the log (no user text in it).
         log.warning("system dictionary unavailable (%s); using kana only", exc)
         return None
+    if not load_in_background:
+        lm.handle.settle()
+    return converter

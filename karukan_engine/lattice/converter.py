@@ -14,8 +14,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from functools import partial
+from itertools import chain
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.core.types import Candidate, ConversionRequest, LazyCandidates, Segment, Source
@@ -36,6 +37,7 @@ from karukan_engine.lattice.candidate_filter import (
 )
 from karukan_engine.lattice.context import START, ContextAnalyzer
 from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
+from karukan_engine.lattice.lm_paths import LmWeights, ScoredPath, TextScorer, ranked_paths
 from karukan_engine.lattice.search import SearchSpace
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
 from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
@@ -58,19 +60,25 @@ ANALYSIS_CACHE_SIZE = 4
 class _Analysis:
     """One reading's lattice and its unconstrained search (cached between calls)."""
 
-    def __init__(self, lattice: Lattice, space: SearchSpace, cuts: list[int]) -> None:
+    def __init__(self, lattice: Lattice, space: SearchSpace, cuts: list[int], ranked: list[ScoredPath]) -> None:
         self.lattice = lattice
         self.space = space
         self.cuts = cuts
-        self.path = space.best_path()
+        self.ranked = ranked   # the distinct paths the language model judged, best first
+        self.path = list(ranked[0].nodes) if ranked else []
         self.best: list[tuple[int, int, Candidate]] | None = None   # each segment's span and first candidate
         self.segments: list[Segment] | None = None   # convert()'s result, computed once
 
 
 class LatticeConverter:
     def __init__(self, dictionary: SystemDictionary, user_dictionary: UserDictionary | None = None,
-                 learning: LearningStore | None = None) -> None:
+                 learning: LearningStore | None = None, lm: Callable[[], TextScorer | None] | None = None,
+                 lm_weights: LmWeights = LmWeights()) -> None:
+        """lm: gives the language model the paths are judged with, or None while it loads (or
+        without one: the dictionary's costs alone)."""
         self.dictionary = dictionary
+        self.lm = lm
+        self.lm_weights = lm_weights
         self.user_dictionary = user_dictionary
         self.learning = learning
         sources = []
@@ -88,13 +96,14 @@ class LatticeConverter:
         self._segment_cache: OrderedDict[tuple, tuple[Candidate, ...]] = OrderedDict()
 
     @classmethod
-    def load_default(cls, directory: Path = DEFAULT_DIR) -> "LatticeConverter":
-        """The bundled system dictionary with the user's dictionary and learning history.
-        Raises FileNotFoundError when the compiled dictionary is missing, DictionaryFormatError
-        when it is damaged."""
+    def load_default(cls, directory: Path = DEFAULT_DIR,
+                     lm: Callable[[], TextScorer | None] | None = None) -> "LatticeConverter":
+        """The bundled system dictionary with the user's dictionary and learning history (and
+        the language model `lm` gives, with its fitted weights). Raises FileNotFoundError when
+        the compiled dictionary is missing, DictionaryFormatError when it is damaged."""
         dictionary = SystemDictionary(directory)
         user = UserDictionary(pos_names=dictionary.user_pos)
-        return cls(dictionary, user, LearningStore())
+        return cls(dictionary, user, LearningStore(), lm=lm)
 
     def clear_cache(self) -> None:
         """Forget the last analysis (benchmarks; the cache is otherwise keyed safely)."""
@@ -118,7 +127,10 @@ class LatticeConverter:
         cuts = fixed_cuts(len(request.reading), tuple(request.fixed_lengths))
         start = self.context.left_neighbours(request.left_context) if self.use_context else START
         # the learned choice after a context depends on the context's last characters
-        key = (request.reading, tuple(cuts), start, context_key(request.left_context), self._versions())
+        scorer = self.lm() if self.lm is not None and self.lm_weights.weight > 0 else None
+        lm_context = request.left_context[-self.lm_weights.context_chars:] if scorer is not None else None
+        key = (request.reading, tuple(cuts), start, context_key(request.left_context), self._versions(),
+               lm_context)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
@@ -126,7 +138,8 @@ class LatticeConverter:
                 return found
         lattice = self.builder.build(request.reading, cuts)
         space = SearchSpace(lattice, self.dictionary, 0, len(request.reading), bos_choices=start)
-        analysis = _Analysis(lattice, space, cuts)
+        ranked = ranked_paths(lattice, space, scorer, request.left_context, self.lm_weights)
+        analysis = _Analysis(lattice, space, cuts, ranked)
         with self._lock:
             self._cache[key] = analysis
             while len(self._cache) > ANALYSIS_CACHE_SIZE:
@@ -150,7 +163,8 @@ class LatticeConverter:
             # a segment's last learned choice replaced what the path spelled: it leads here too
             found.append(Candidate(top, "", Source.LEARNING))
             seen.add(top)
-        for _, path in analysis.space.paths(MAX_EXPANSIONS):
+        judged = ((0, list(p.nodes)) for p in analysis.ranked)   # the language model's order first
+        for _, path in chain(judged, analysis.space.paths(MAX_EXPANSIONS)):
             surface = "".join(analysis.lattice.surface(node) for node in path)
             if surface not in seen:
                 seen.add(surface)

@@ -23,7 +23,7 @@ MODEL_DESCRIPTION = ("Character-level kana-kanji model (jinen/zenz-v3 prompt) tr
                      "RealPersonaChat, Tatoeba, Japanese Wikipedia (JGLUE, Kyoto Wikipedia Annotated "
                      "Corpus) and Aozora Bunko; CC BY-SA 4.0; see docs/model-card.md")
 STAGES = ("corpus", "readings", "pairs", "train", "export", "ngram", "eval")
-EXTRA_STAGES = ("pools", "rerank")
+EXTRA_STAGES = ("pools", "rerank", "devsets")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,6 +78,10 @@ def run_stage(stage: str, args: argparse.Namespace) -> None:
         from karukan_engine.training.readings import annotate_all
 
         annotate_all(args.corpus, processes=args.processes, force=args.force)
+    elif stage == "devsets":
+        from karukan_engine.training.devsets import build_devsets
+
+        build_devsets(args.corpus, processes=args.processes, force=args.force)
     elif stage == "pairs":
         from karukan_engine.training.pairs import build_pairs
 
@@ -115,7 +119,7 @@ def run_stage(stage: str, args: argparse.Namespace) -> None:
     elif stage == "ngram":
         from karukan_engine.training.ngram import build_ngram
 
-        build_ngram(args.model_dir, min_count=args.ngram_min_count, force=args.force)
+        build_ngram(args.corpus, args.model_dir, min_count=args.ngram_min_count, force=args.force)
     elif stage == "eval":
         from karukan_engine.training.evaluate import evaluate
 

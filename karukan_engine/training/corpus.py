@@ -193,32 +193,35 @@ def is_held_out_group(group: list[str], percent: int) -> bool:
     return percent > 0 and hashlib.sha1(key).digest()[1] * 100 < percent * 256
 
 
-def _groups(path: Path) -> Iterator[list[str]]:
-    """Blank-line-separated groups of lines (dialogues, works) of an xz text file."""
+def _groups(path: Path, group_lines: int = 0) -> Iterator[list[str]]:
+    """Blank-line-separated groups of lines (dialogues, works) of an xz text file; with
+    group_lines, also every run of that many lines (a file with no blank lines)."""
     group: list[str] = []
     with lzma.open(path, "rt", encoding="utf-8") as handle:
         for line in handle:
             line = line.strip()
             if line:
                 group.append(line)
-            elif group:
+            if group and (not line or len(group) == group_lines):
                 yield group
                 group = []
     if group:
         yield group
 
 
-def corpus_sentences(source: Source, corpus_dir: Path) -> dict[str, list[str]]:
-    """{part name: sentences} for a "lines" source; held-out dialogues form their own part."""
+def corpus_sentences(source: Source, corpus_dir: Path, every: int | None = None) -> dict[str, list[str]]:
+    """{part name: sentences} for a "lines" source; held-out documents form their own part.
+    every: keep every k-th paragraph (default: the source's own sampling)."""
     parts: dict[str, list[str]] = {source.name: []}
     if source.heldout_percent:
         parts[heldout_part(source.name)] = []
+    every = source.every if every is None else every
     paragraph = 0
-    for group in _groups(corpus_dir / source.file):
+    for group in _groups(corpus_dir / source.file, source.group_lines):
         part = heldout_part(source.name) if is_held_out_group(group, source.heldout_percent) else source.name
         for line in group:
             paragraph += 1
-            if paragraph % source.every:
+            if paragraph % every:
                 continue
             if source.name == "aozora" and _HISTORICAL_KANA.search(line):
                 continue

@@ -1,29 +1,26 @@
-"""The `ngram` stage: count the bundled character n-gram over the training text and write it.
+"""The `ngram` stage: count the character n-gram over the whole corpus and write it.
 
-Text: the corpus stage's training parts in the work directory (corpus/{chat,tatoeba,wikipedia,
-aozora}.txt, one sentence a line) and the annotated Wikipedia training split
-(readings/wac_train.jsonl, the sentence is the concatenated surfaces); never the held-out chat
-dialogues nor the documentation, whose hold-out is a dev set. At most `max_chars` characters
-(each part cut to the same share when there is more). The n-grams of order >= 2 seen fewer than
+Text: every corpus source's training part, read in place (training/lm_text.py: the held-out
+documents of each source, the annotated Wikipedia dev and test splits and the Debian
+documentation are dev sets and never read here), at most `max_chars` characters (each source
+cut to the same share when there is more). The n-grams of order >= 2 seen fewer than
 `min_count` times are dropped (docs/training.md "Character n-gram": the size it saves and what
 it costs), and the result goes next to the bundled GGUF.
 """
 
 from __future__ import annotations
 
-import json
 import resource
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from karukan_engine.lm.char_ngram import ALPHA, BUNDLED, KNESER_NEY, ORDER, CharNgram
-from karukan_engine.training.paths import PACKAGE_MODEL_DIR, work_dir
+from karukan_engine.training.lm_text import lm_text
+from karukan_engine.training.paths import PACKAGE_MODEL_DIR
 
 NGRAM_FILE = BUNDLED.name
-TRAINING_PARTS = ("chat", "tatoeba", "wikipedia", "aozora")
-HELD_OUT_PARTS = ("chat_heldout", "gimp-help-ja", "gnome-user-docs-ja")   # never read here
-MAX_CHARS = 30_000_000
+MAX_CHARS = 200_000_000
 MIN_COUNT = 2
 
 
@@ -35,21 +32,6 @@ class BuildStats:
     ngrams: dict = field(default_factory=dict)   # order -> distinct n-grams
     seconds: float = 0.0
     peak_rss_mb: float = 0.0
-
-
-def part_sentences(work: Path) -> dict[str, list[str]]:
-    """The training parts (never the held-out ones), one list of sentences each."""
-    parts: dict[str, list[str]] = {}
-    for name in TRAINING_PARTS:
-        assert name not in HELD_OUT_PARTS
-        path = work / "corpus" / f"{name}.txt"
-        if path.is_file():
-            parts[name] = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    wac = work / "readings" / "wac_train.jsonl"
-    if wac.is_file():
-        parts["wac_train"] = ["".join(surface for surface, _ in json.loads(line)["chunks"])
-                              for line in wac.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return parts
 
 
 def capped(parts: dict[str, list[str]], max_chars: int) -> tuple[list[str], dict[str, int]]:
@@ -69,13 +51,13 @@ def capped(parts: dict[str, list[str]], max_chars: int) -> tuple[list[str], dict
     return chosen, used
 
 
-def build(work: Path, max_chars: int = MAX_CHARS, order: int = ORDER, smoothing: str = KNESER_NEY,
+def build(corpus_dir: Path | None, max_chars: int = MAX_CHARS, order: int = ORDER, smoothing: str = KNESER_NEY,
           alpha: float = ALPHA) -> tuple[CharNgram, BuildStats, dict]:
     """The exact counts over the training text, smoothed, with what was read."""
     started = time.perf_counter()
-    sentences, used = capped(part_sentences(work), max_chars)
+    sentences, used = capped(dict(lm_text(corpus_dir)), max_chars)
     if not sentences:
-        raise FileNotFoundError(f"no training text under {work / 'corpus'}: run the corpus stage first")
+        raise FileNotFoundError(f"no training text in {corpus_dir}")
     model = CharNgram.count(sentences, order, smoothing, alpha)
     stats = BuildStats(sentences=len(sentences), characters=sum(used.values()),
                        vocabulary=len(model.chars), ngrams=model.distinct(),
@@ -84,14 +66,14 @@ def build(work: Path, max_chars: int = MAX_CHARS, order: int = ORDER, smoothing:
     return model, stats, used
 
 
-def build_ngram(model_dir: Path = PACKAGE_MODEL_DIR, min_count: int = MIN_COUNT,
+def build_ngram(corpus_dir: Path | None, model_dir: Path = PACKAGE_MODEL_DIR, min_count: int = MIN_COUNT,
                 max_chars: int = MAX_CHARS, force: bool = False) -> Path:
     """Count, prune and write model_dir/NGRAM_FILE (skipped when it exists, unless force)."""
     out = Path(model_dir) / NGRAM_FILE
     if out.exists() and not force:
         print(f"{out.name} exists; --force rebuilds it")
         return out
-    model, stats, used = build(work_dir(), max_chars)
+    model, stats, used = build(corpus_dir, max_chars)
     pruned = model.pruned(min_count)
     out.parent.mkdir(parents=True, exist_ok=True)
     pruned.save(out)

@@ -32,6 +32,13 @@ class Source:
     every: int = 1
     # Blank-line-separated groups (dialogues) whose hash falls in this share are held out.
     heldout_percent: int = 0
+    # A file with no blank lines between its documents (a paragraph or an utterance a line) is
+    # held out by runs of this many consecutive lines instead (0: blank lines only).
+    group_lines: int = 0
+    # The word-level and character language models (training/lm_text.py) keep every k-th
+    # paragraph of the training part: laws and older literature are weighed down against the
+    # modern registers by reading less of them.
+    lm_every: int = 1
     packages: tuple[str, ...] = ()
     globs: tuple[str, ...] = ()
 
@@ -50,7 +57,25 @@ SOURCES: tuple[Source, ...] = (
     Source("wac_test", "annotated", "CC BY-SA 4.0 (Kyoto University Wikipedia Annotated Corpus)",
            file="wac_test.jsonl.xz", split="heldout"),
     Source("aozora", "lines", "public domain (Aozora Bunko, aozorahack/aozorabunko_text)",
-           file="aozora.txt.xz", weight=0.5, every=40),
+           file="aozora.txt.xz", weight=0.5, every=40, lm_every=8),
+    # Added with the corpus of 2026-12: each holds out a share of its documents as a dev set
+    # of its register (pairs/heldout/<name>_heldout.jsonl, training/devsets.py).
+    Source("jaquad", "lines", "CC BY-SA 3.0, adaptable under CC BY-SA 4.0 (Japanese Wikipedia via "
+           "JaQuAD, SkelterLabsInc/JaQuAD)", file="jaquad.txt.xz", weight=1.5, heldout_percent=4,
+           group_lines=8),
+    Source("whitepaper", "lines", "CC BY 4.0 (情報通信白書, Ministry of Internal Affairs and "
+           "Communications, yashikota/ict-white-paper)", file="whitepaper.txt.xz", heldout_percent=3,
+           group_lines=10),
+    Source("wikinews", "lines", "CC BY 2.5 (Japanese Wikinews contributors, "
+           "tm4roon/jawikinews-headline-dataset)", file="wikinews.txt.xz", weight=1.5,
+           heldout_percent=5),
+    Source("asdc", "lines", "CC BY 4.0 (megagonlabs/asdc)", file="asdc.txt.xz", heldout_percent=4,
+           group_lines=20),
+    Source("mpchat", "lines", "CC BY-SA 4.0 (nu-dialogue/multi-relational-multi-party-chat-corpus)",
+           file="mpchat.txt.xz", heldout_percent=5),
+    Source("laws", "lines", "public domain (Japanese laws, Copyright Act art. 13; e-Gov text via "
+           "ledmonster/japanese-law)", file="laws.txt.xz", weight=0.2, lm_every=4, every=20,
+           heldout_percent=2, group_lines=50),
     # Held out for evaluation: never used for training, tuning or vocabulary choice.
     Source("gimp-help-ja", "debian", "GFDL-1.2+ (no invariant sections)", split="heldout",
            packages=("gimp-help-ja",), globs=("usr/share/gimp/2.0/help/ja/**/*.html",)),

@@ -89,7 +89,7 @@ def test_scores_are_finite_log_values_and_survive_the_file(counted, stored, text
 
 
 PACKAGE_DATA = BUNDLED.parents[1]   # karukan_engine/data
-PACKAGE_BUDGET = 30 * 1000 * 1000
+PACKAGE_BUDGET = 60 * 1000 * 1000   # design.md: dictionary, models, language model, tables
 
 
 @pytest.mark.skipif(not BUNDLED.is_file(), reason="bundled n-gram not built")
@@ -102,7 +102,7 @@ def test_the_bundled_ngram_loads_and_prefers_common_text():
 
 def test_the_package_data_fits_its_budget():
     total = sum(p.stat().st_size for p in PACKAGE_DATA.rglob("*") if p.is_file())
-    assert total <= PACKAGE_BUDGET, f"package data {total / 1e6:.1f} MB > 30 MB"
+    assert total <= PACKAGE_BUDGET, f"package data {total / 1e6:.1f} MB > 60 MB"
 
 
 def test_doctor_says_whether_the_ngram_loads(counted, tmp_path):

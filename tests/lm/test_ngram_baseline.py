@@ -186,22 +186,6 @@ def test_rerank_and_fit():
     assert lam == 1.0   # the smallest of the best
 
 
-def test_training_text_never_reads_held_out_parts(tmp_path):
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "chat.txt").write_text("こんにちは\nまたね\n", encoding="utf-8")
-    (corpus / "tatoeba.txt").write_text("猫が好き\n", encoding="utf-8")
-    for held_out in ngram_stage.HELD_OUT_PARTS:
-        (corpus / f"{held_out}.txt").write_text("禁\n", encoding="utf-8")
-    (tmp_path / "readings").mkdir()
-    (tmp_path / "readings" / "wac_train.jsonl").write_text(
-        json.dumps({"chunks": [["日本", "ニホン"], ["語", "ゴ"]]}, ensure_ascii=False) + "\n", encoding="utf-8")
-    (tmp_path / "readings" / "wac_test.jsonl").write_text(
-        json.dumps({"chunks": [["禁", "キン"]]}, ensure_ascii=False) + "\n", encoding="utf-8")
-    model, stats, used = ngram_stage.build(tmp_path, max_chars=1000)
-    assert used == {"chat": 8, "tatoeba": 4, "wac_train": 3}
-    assert "禁" not in {chr(c) for c in model.chars}
-    assert stats.sentences == 4 and stats.ngrams[1] == len(model.chars) + 1
-    # A cap keeps every part's leading lines, the same share of each.
+def test_a_cap_keeps_every_parts_leading_lines_in_the_same_share():
     sentences, used = ngram_stage.capped({"a": ["ab", "cd", "ef"], "b": ["gh", "ij", "kl"]}, max_chars=8)
     assert sentences == ["ab", "cd", "gh", "ij"] and used == {"a": 4, "b": 4}

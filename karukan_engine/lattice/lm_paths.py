@@ -1,0 +1,82 @@
+"""The lattice's whole-reading paths judged with a language model as well as the dictionary.
+
+The dictionary's costs (Mozc's class bigram over POS ids plus word costs) know one segment of
+left context and nothing of which spelling the text around it uses; the character n-gram,
+counted over the whole corpus, knows both. A path's score is its dictionary cost plus
+`weight` cost units per nat of the n-gram's -log P of its surface after the left context. The
+search walks the dictionary's paths cheapest first (exact A*), up to `paths` distinct surfaces,
+and the best score among them is the conversion: the path the session segments, the live text,
+the first candidate. The dictionary's cost stays the backoff for what the n-gram cannot tell
+(its unseen characters cost every spelling alike).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from karukan_engine.lattice.lattice import Lattice
+from karukan_engine.lattice.search import SearchSpace
+
+# A* pops allowed while collecting the distinct surfaces (the N-best's own bound).
+MAX_EXPANSIONS = 20000
+
+
+class TextScorer(Protocol):
+    """log P of each (text, left context) pair, natural log (lm/char_ngram.CharNgram)."""
+
+    def score_many(self, pairs: Sequence[tuple[str, str]]): ...
+
+
+@dataclass(frozen=True)
+class LmWeights:
+    """How much the language model says: `weight` cost units per nat of -log P (0: nothing),
+    over the first `paths` distinct surfaces, and how much left context it reads. The
+    defaults are fitted by tools/lattice_lm_fit.py on the even rows of every dev set
+    (docs/benchmarks.md "Language model in the lattice"); 16 paths keep a key's live
+    conversion within its budget (24 and 40 gain a few rows more at 1.2x and 1.6x the time)."""
+
+    weight: float = 650.0
+    paths: int = 16
+    context_chars: int = 8
+
+    def __post_init__(self) -> None:
+        if not self.weight >= 0 or self.paths < 1 or self.context_chars < 0:
+            raise ValueError("language-model weights must be non-negative (paths at least 1)")
+
+
+@dataclass(frozen=True)
+class ScoredPath:
+    score: float            # dictionary cost + weight * -log P
+    cost: int               # the dictionary's path cost alone
+    surface: str
+    nodes: tuple[int, ...]
+
+
+def distinct_paths(lattice: Lattice, space: SearchSpace, limit: int) -> list[tuple[int, str, list[int]]]:
+    """The cheapest path of each of the first `limit` distinct surfaces, cheapest first."""
+    found: list[tuple[int, str, list[int]]] = []
+    seen: set[str] = set()
+    for cost, nodes in space.paths(MAX_EXPANSIONS):
+        surface = "".join(lattice.surface(node) for node in nodes)
+        if surface not in seen:
+            seen.add(surface)
+            found.append((int(cost), surface, nodes))
+            if len(found) >= limit:
+                break
+    return found
+
+
+def ranked_paths(lattice: Lattice, space: SearchSpace, scorer: TextScorer | None, context: str,
+                 weights: LmWeights) -> list[ScoredPath]:
+    """The distinct paths best first by the joint score (by cost alone without a scorer or
+    weight); ties keep the dictionary's order."""
+    found = distinct_paths(lattice, space, weights.paths if scorer is not None and weights.weight > 0 else 1)
+    if scorer is None or weights.weight <= 0 or len(found) < 2:
+        return [ScoredPath(float(cost), cost, surface, tuple(nodes)) for cost, surface, nodes in found]
+    tail = context[-weights.context_chars:] if weights.context_chars else ""
+    logs = scorer.score_many([(surface, tail) for _, surface, _ in found])
+    scored = [ScoredPath(cost - weights.weight * float(log), cost, surface, tuple(nodes))
+              for (cost, surface, nodes), log in zip(found, logs)]
+    order = sorted(range(len(scored)), key=lambda i: (scored[i].score, i))
+    return [scored[i] for i in order]

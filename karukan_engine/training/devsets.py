@@ -1,0 +1,67 @@
+"""The `devsets` stage: a dev set per register from the corpus's held-out documents.
+
+Every "lines" source that holds out a share of its documents (`heldout_percent`: chat and the
+typed dialogues by dialogue, the Wikipedia paragraphs, the white paper, Wikinews, laws) gives
+`pairs/heldout/<name>_heldout.jsonl`, one span per sentence with its full left context
+(pairs.evaluation_pair), as fused_quality.py and the lattice LM fit read them; the annotated
+Wikipedia dev and test splits give theirs from the gold readings. Only the held-out text is
+annotated (fugashi + SudachiPy agreement, training/readings.py), at most `limit` sentences a
+part, spread evenly over it, so the stage takes minutes, not the hours the whole corpus would.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from multiprocessing import Pool
+from pathlib import Path
+
+from karukan_engine.training.corpus import build_source
+from karukan_engine.training.pairs import _write, evaluation_pair
+from karukan_engine.training.paths import stage_dir
+from karukan_engine.training.readings import _annotate_line, annotated_sentences, gold_chunks
+from karukan_engine.training.sources import SOURCES, heldout_part
+
+SENTENCES_PER_SET = 1500
+
+
+def spread(items: list, limit: int) -> list:
+    """At most `limit` items taken evenly over the list (every k-th)."""
+    step = max(1, -(-len(items) // max(1, limit)))
+    return items[::step][:limit]
+
+
+def build_devsets(corpus_dir: Path | None, processes: int = 2, limit: int = SENTENCES_PER_SET,
+                  force: bool = False, seed: int = 0) -> dict[str, Path]:
+    if corpus_dir is None:
+        raise FileNotFoundError("no corpus directory: pass --corpus DIR (see docs/training.md)")
+    out_dir = stage_dir("pairs") / "heldout"
+    out_dir.mkdir(exist_ok=True)
+    written: dict[str, Path] = {}
+    for source in SOURCES:
+        if not source.file or not (corpus_dir / source.file).is_file():
+            continue
+        if source.kind == "annotated" and source.split == "heldout":
+            part, chunk_lists = source.name, None
+        elif source.kind == "lines" and source.heldout_percent:
+            part, chunk_lists = heldout_part(source.name), None
+        else:
+            continue
+        out = out_dir / f"{part}.jsonl"
+        if out.exists() and not force:
+            written[part] = out
+            continue
+        if source.kind == "annotated":
+            chunk_lists = [gold_chunks(words) for words in annotated_sentences(corpus_dir / source.file)]
+        else:
+            build_source(source, corpus_dir)   # the corpus stage's part files (cached)
+            sentences = (stage_dir("corpus") / f"{part}.txt").read_text(encoding="utf-8").splitlines()
+            with Pool(processes) as pool:
+                lines = pool.map(_annotate_line, spread(sentences, limit), chunksize=64)
+            chunk_lists = [json.loads(line)["chunks"] for line in lines]
+        rng = random.Random(f"{seed}:{part}")
+        pairs = [p for p in (evaluation_pair(chunks, rng, part) for chunks in chunk_lists) if p is not None]
+        _write(out, pairs)
+        print(f"{part}: {len(pairs):,} dev pairs from {len(chunk_lists):,} sentences")
+        written[part] = out
+    return written
