@@ -27,6 +27,7 @@ from karukan_testing.headless import HeadlessDesktop, read_line  # noqa: E402
 SCENARIOS = {
     "2,000 GetInfo, 1 client": lambda a: [info_flood(a, 2000)],
     "40,000 GetInfo, 4 clients": lambda a: [info_flood(a, 10000) for _ in range(4)],
+    "50,000 GetInfo, 4 clients": lambda a: [info_flood(a, 12500) for _ in range(4)],
     "20,000 GetInfo + 1,024 keys, 12 clients": lambda a: ([info_flood(a, 5000) for _ in range(4)]
                                                           + [key_flood(a, 16, 8) for _ in range(8)]),
     "20,000 ProcessKey, 1 client x 16 contexts": lambda a: [key_flood(a, 16, 1250)],
@@ -86,10 +87,13 @@ def main() -> int:
     parser.add_argument("--service-root", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--rounds", type=int, default=3, help="runs of each scenario, each on a fresh bus")
+    parser.add_argument("--scenario", default="", help="only the scenarios whose name holds this text")
     args = parser.parse_args()
     rows = []
     print(f"{'scenario':44s} {'rounds up':>9s} {'calls':>7s} {'ok':>7s} {'s (max)':>8s} | quiet key ms p50 / p95 / max")
     for name, make in SCENARIOS.items():
+        if args.scenario not in name:
+            continue
         runs = [run_once(name, make, args.service_root) for _ in range(args.rounds)]
         lat = [ms for r in runs for ms in r["quiet_ms"]]
         row = {"scenario": name, "rounds": len(runs), "survived": sum(r["service_running"] for r in runs),
