@@ -91,7 +91,7 @@ class Typist:
         self.updates = []
         self.key_ms: list[float] = []   # process_key wall time of every typing key
         if use_live_service:
-            from karukan_engine.conversion.live_service import LiveLink, LiveService
+            from karukan_engine.live.live_service import LiveLink, LiveService
 
             self.service = LiveService(converter)
             self.session.attach_live(LiveLink(self.service, 1, self.updates.append))

@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 from karukan_engine.config import Config, LearningSettings  # noqa: E402
 from karukan_engine.conversion.factory import ConverterOptions  # noqa: E402
 from karukan_engine.conversion.fused import build_fused_converter  # noqa: E402
-from karukan_engine.conversion.live_service import ConversionUpdate, LiveLink, LiveService  # noqa: E402
+from karukan_engine.live.live_service import LateUpdate, LiveLink, LiveService, UpdateKind  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from karukan_engine.dictionary.learning import LearningStore  # noqa: E402
 from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
@@ -106,10 +106,10 @@ def run(converter, sentences: list[tuple[str, str]], profiler: cProfile.Profile 
     """{pause: figures}; sentence i is converted after pauses[i % len(pauses)]."""
     session = Session(converter, Config(learning=LearningSettings(enabled=False)))
     service = None
-    arrived: list[tuple[float, ConversionUpdate]] = []   # quick Spaces' model conversions
+    arrived: list[tuple[float, LateUpdate]] = []   # quick Spaces' model conversions
     if pauses != [None]:
         service = LiveService(converter)
-        session.attach_live(LiveLink(service, 1, lambda update: isinstance(update, ConversionUpdate)
+        session.attach_live(LiveLink(service, 1, lambda update: update.kind is UpdateKind.CONVERSION
                                      and arrived.append((time.perf_counter(), update))))
     preparing = service is not None and service.converter is converter   # the fused converter
     # wall, cpu, converted, prepared, model conversion's arrival (ms after Space), changed

@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from karukan_engine.config import Config, SuggestSettings  # noqa: E402
-from karukan_engine.conversion.live_service import SUGGESTION_DELAY_S  # noqa: E402
+from karukan_engine.live.live_service import SUGGESTION_DELAY_S  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
 from session_bench import SENTENCES, percentile  # noqa: E402
 

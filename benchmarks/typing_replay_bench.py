@@ -46,9 +46,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
-from karukan_engine.conversion.live_service import LiveService, LiveUpdate  # noqa: E402
+from karukan_engine.live.live_service import LateUpdate, LiveService  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
-from karukan_engine.conversion.scheduler import Scheduler  # noqa: E402
+from karukan_engine.scheduling.scheduler import Scheduler  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from karukan_engine.core.types import ConversionRequest  # noqa: E402
 from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
@@ -129,7 +129,7 @@ class Recorder:
         self.stale = 0
         self.keys = 0
 
-    def on_refined(self, scheduler: Scheduler, session: int, key: int, update: LiveUpdate) -> None:
+    def on_refined(self, scheduler: Scheduler, session: int, key: int, update: LateUpdate) -> None:
         now = time.perf_counter()
         with self.lock:
             self.delivered += 1

@@ -6,7 +6,7 @@ asyncio.Lock is FIFO and the first await of each call is the lock), so no key is
 All contexts share one converter; a single worker thread by default keeps it single-threaded.
 
 Live conversion is asynchronous: a key is answered with the dictionary's text, and the model's
-text arrives later from the engine's LiveService (one per process) as an immutable LiveUpdate
+text arrives later from the engine's LiveService (one per process) as an immutable LateUpdate
 addressed to the context's id. `ContextHost.deliver` takes it from the scheduler thread to the
 event loop, applies it to the session on the session's worker under the same per-context lock
 as every other call (so it is ordered with the keys and the session's staleness check sees the
@@ -28,14 +28,12 @@ from ime_frontend.fair import FairExecutor
 from ime_frontend.toolkit import field_privacy, session_key_state
 from karukan_engine.config import Config, ConfigError
 from karukan_engine.conversion.contracts import EngineConverter
-from karukan_engine.conversion.live_service import (
+from karukan_engine.live.live_service import (
     SUGGESTION_DELAY_S,
     ContextId,
-    ConversionUpdate,
     LiveLink,
     LiveService,
-    LiveUpdate,
-    SuggestionUpdate,
+    LateUpdate,
 )
 from karukan_engine.session import Session
 from karukan_engine.session.view import View
@@ -118,7 +116,7 @@ class ContextHost:
         """A call is running or waiting: the context is in use right now."""
         return self._lock.locked()
 
-    def deliver(self, update: LiveUpdate | SuggestionUpdate | ConversionUpdate) -> None:
+    def deliver(self, update: LateUpdate) -> None:
         """Any thread (a scheduler worker): a model update for this context. It travels as a
         value; the session sees it only on its own worker, in order with the keys."""
         if self.closed:
@@ -128,12 +126,12 @@ class ContextHost:
         except RuntimeError:  # the event loop has ended (shutting down): nobody to show it to
             pass
 
-    def _start_apply(self, update: LiveUpdate | SuggestionUpdate | ConversionUpdate) -> None:
+    def _start_apply(self, update: LateUpdate) -> None:
         task = self._loop.create_task(self._apply(update))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _apply(self, update: LiveUpdate | SuggestionUpdate | ConversionUpdate) -> None:
+    async def _apply(self, update: LateUpdate) -> None:
         async with self._lock:
             if self.closed:
                 return

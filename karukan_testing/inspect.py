@@ -19,4 +19,4 @@ def resolved_text(composer: Composer) -> str:
 
 def typing_latin_until_word_ends(session: Session) -> bool:
     """Whether a Shift+letter switched the session to Latin letters for the current word."""
-    return session._temporary_alphanumeric
+    return session._typing.temporary_alphanumeric

@@ -20,7 +20,7 @@ from karukan_engine.conversion.contracts import (
     ModelSource,
     Persistent,
 )
-from karukan_engine.conversion.live_service import DictionaryOnly
+from karukan_engine.live.live_service import DictionaryOnly
 from karukan_engine.conversion.model_slot import Loaded
 from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.core.types import Converter
@@ -128,7 +128,7 @@ def test_a_drifted_fake_fails_the_check():
 
 
 def test_the_live_service_wraps_a_converter_without_a_model_once():
-    from karukan_engine.conversion.live_service import live_converter
+    from karukan_engine.live.live_service import live_converter
 
     gated = GatedModelConverter()
     assert live_converter(gated) is gated
@@ -138,7 +138,7 @@ def test_the_live_service_wraps_a_converter_without_a_model_once():
 
 @pytest.mark.parametrize("path", [
     "karukan_engine/conversion/fused.py",
-    "karukan_engine/conversion/live_service.py",
+    "karukan_engine/live/live_service.py",
     "karukan_engine/conversion/model_slot.py",
     "ime_frontend/contexts.py",
     "karukan_engine/session/session.py",

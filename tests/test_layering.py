@@ -28,8 +28,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("karukan_engine.config",),
     # the two converters: dictionary lattice, neural model; the character n-gram beside the model
     ("karukan_engine.lattice", "karukan_engine.neural", "karukan_engine.lm"),
-    # fusion, scheduling and the converter factory
+    # threads and timing: scheduler workers, the stage-timing predictor, the greedy batcher,
+    # conversions prepared while the user pauses (no ranking policy)
+    ("karukan_engine.scheduling",),
+    # ranking policy, the fused converter's parts and the converter factory
     ("karukan_engine.conversion",),
+    # answer now, improve later: late updates from the workers to the sessions
+    ("karukan_engine.live",),
     # one input context: keymap, state machine, view
     ("karukan_engine.session",),
     ("karukan_engine.evaluation", "karukan_engine.training"),

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment
 
 if TYPE_CHECKING:
-    from karukan_engine.conversion.scheduler import JobContext
+    from karukan_engine.scheduling.scheduler import JobContext
     from karukan_engine.conversion.settings import ConversionSettings
     from karukan_engine.dictionary.learning import LearningStore
     from karukan_engine.dictionary.system import SystemDictionary

@@ -33,12 +33,12 @@ from karukan_engine.conversion.align import Aligner, Alignment
 from karukan_engine.conversion.cache import ConversionCache
 from karukan_engine.conversion.chunking import chunk_left_context, split_chunks
 from karukan_engine.conversion.contracts import DictionaryConverter, EngineConverter
-from karukan_engine.conversion.deadline import BudgetChooser, Option, StageTimings
+from karukan_engine.scheduling.deadline import BudgetChooser, Option, StageTimings
 from karukan_engine.conversion.live import ChunkedLive
 from karukan_engine.conversion.model_slot import ModelSlot
-from karukan_engine.conversion.prepared import PreparedConversions
+from karukan_engine.scheduling.prepared import PreparedConversions
 from karukan_engine.conversion.ranking import Evidence, rank
-from karukan_engine.conversion.scheduler import Cancelled, JobContext
+from karukan_engine.scheduling.scheduler import Cancelled, JobContext
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import DICTIONARY_LIMIT, blended, learned_completions, model_pool, suggestions
 from karukan_engine.core.candidates import unique_surfaces

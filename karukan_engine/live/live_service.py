@@ -1,64 +1,72 @@
 """Live conversion for many input contexts: the quick answer now, the model's answer later.
 
 The flow is one way. Each event of a context begins one new epoch (`begin`: the only
-supersession, which drops the context's older work). `key()` answers that event with the
-dictionary text at once and, when a model is ready, queues the model's refinement on the
-scheduler. The scheduler hands the refined text, as an immutable LiveUpdate addressed to the
-context and the epoch, to the context's `deliver` callback (never after a newer event has
-begun, see scheduler.py); the context host applies it to its session on the session's own
-executor and emits the view.
+supersession, which drops the context's older work). The session gets its quick answers at
+once (the live text from `key()`, a quick Space from the link) and asks for the better ones
+through one path, `request(kind, ...)`: the work is queued on the scheduler, and its answer
+travels as one immutable type, a LateUpdate of its kind addressed to the context and the epoch,
+to the context's `deliver` callback (never after a newer event has begun, see scheduler.py);
+the context host applies it to its session on the session's own executor and emits the view.
 """
 
 from __future__ import annotations
 
+import enum
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
 from karukan_engine.conversion.contracts import DictionaryConverter, LiveConverter
-from karukan_engine.conversion.scheduler import JobContext, Priority, Scheduler
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import suggestions as completions
 from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment
+from karukan_engine.scheduling.scheduler import JobContext, Priority, Scheduler
 
 # An input context as the scheduler knows it: a number its host was given (never id() of an
 # object, which Python reuses once the object is gone).
 ContextId = Hashable
 
 
-@dataclass(frozen=True)
-class LiveUpdate:
-    """A model refinement on its way from a scheduler worker to the context that asked for it."""
+class UpdateKind(enum.Enum):
+    LIVE = "live"                  # the model's live text of the reading composed
+    SUGGESTIONS = "suggestions"    # completions of the reading an event left composed
+    CONVERSION = "conversion"      # the model's conversion for a Space answered at once
 
+
+@dataclass(frozen=True)
+class LateUpdate:
+    """A better answer on its way from a scheduler worker to the context that asked for it.
+
+    One type for every kind; the field of its kind carries the answer (text: LIVE;
+    suggestions, best first and never empty: SUGGESTIONS; segments: CONVERSION). A session
+    applies it only while the event `epoch` is its current one and the reading is still there.
+    """
+
+    kind: UpdateKind
     context: ContextId
-    epoch: int        # the event (begin) this text belongs to
+    epoch: int        # the event (begin) it belongs to
     reading: str
-    text: str
+    text: str = ""
+    suggestions: tuple[Candidate, ...] = ()
+    segments: tuple[Segment, ...] = ()
     changed: bool = True   # False: the model agreed with the quick text (only with deliver_unchanged)
 
+    @classmethod
+    def live(cls, context: ContextId, epoch: int, reading: str, text: str, changed: bool = True) -> "LateUpdate":
+        return cls(UpdateKind.LIVE, context, epoch, reading, text=text, changed=changed)
 
-@dataclass(frozen=True)
-class SuggestionUpdate:
-    """Completions of the reading an event left composed, on their way to that context."""
+    @classmethod
+    def of_suggestions(cls, context: ContextId, epoch: int, reading: str,
+                       suggestions: Sequence[Candidate]) -> "LateUpdate":
+        return cls(UpdateKind.SUGGESTIONS, context, epoch, reading, suggestions=tuple(suggestions))
 
-    context: ContextId
-    epoch: int        # the event they were asked for
-    reading: str
-    suggestions: tuple[Candidate, ...]   # best first, never empty
-
-
-@dataclass(frozen=True)
-class ConversionUpdate:
-    """The model's conversion for a Space that was answered at once (quick Space), on its way
-    to that context; it replaces what is shown only if no event came since."""
-
-    context: ContextId
-    epoch: int        # the Space's event
-    reading: str
-    segments: tuple[Segment, ...]
+    @classmethod
+    def of_conversion(cls, context: ContextId, epoch: int, reading: str,
+                      segments: Sequence[Segment]) -> "LateUpdate":
+        return cls(UpdateKind.CONVERSION, context, epoch, reading, segments=tuple(segments))
 
 
-LiveDelivery = Callable[["LiveUpdate | SuggestionUpdate | ConversionUpdate"], None]
+LiveDelivery = Callable[[LateUpdate], None]
 
 # Suggestion work starts this long after its key: the key's reply (session, event loop, D-Bus)
 # is Python too, and a search started at once would hold the GIL while that reply waits for it.
@@ -159,11 +167,13 @@ class LiveService:
     def __init__(self, converter: Converter, scheduler: Scheduler | None = None,
                  budget_ms: float | None = None, deliver_unchanged: bool = False,
                  suggestion_delay_s: float = SUGGESTION_DELAY_S,
-                 prepare_delay_s: float = PREPARE_DELAY_S) -> None:
+                 prepare_delay_s: float = PREPARE_DELAY_S,
+                 quick_space_limit_s: float = QUICK_SPACE_LIMIT_S) -> None:
         """deliver_unchanged: also deliver when the model's text equals the quick text
         (benchmarks time every finished refinement; frontends need only changes).
         suggestion_delay_s / prepare_delay_s: how long after its key suggestion work / the
-        preparation of Space's conversion starts."""
+        preparation of Space's conversion starts. quick_space_limit_s: how late a quick Space's
+        model conversion may come."""
         self.converter = live_converter(converter)
         self.deliver_unchanged = deliver_unchanged
         settings = self.converter.settings
@@ -172,6 +182,7 @@ class LiveService:
         self.budget_s = (budget_ms if budget_ms is not None else settings.live_budget_ms) / 1000.0
         self.suggestion_delay_s = suggestion_delay_s
         self.prepare_delay_s = prepare_delay_s
+        self.quick_space_limit_s = quick_space_limit_s
 
     @property
     def asynchronous(self) -> bool:
@@ -185,71 +196,60 @@ class LiveService:
 
     def key(self, context: ContextId, epoch: int, request: ConversionRequest,
             deliver: LiveDelivery) -> str:
-        """The live text to show now for the event `epoch`; a better one may follow as a
-        LiveUpdate passed to `deliver` (on a scheduler worker)."""
+        """The live text to show now for the event `epoch`; a better one may follow as a LIVE
+        LateUpdate passed to `deliver` (on a scheduler worker)."""
         text = self.converter.live_quick(request)
         if request.reading and self.asynchronous:
-            def work(ctx):
-                refined = self.converter.live_refined(request, ctx)
-                if not refined or (refined == text and not self.deliver_unchanged):
-                    return None
-                return refined
-
-            def hand_over(refined: str) -> None:
-                deliver(LiveUpdate(context, epoch, request.reading, refined, refined != text))
-
-            self.scheduler.submit(context, Priority.LIVE, work, hand_over, budget_s=self.budget_s,
-                                  epoch=epoch)
+            self.request(UpdateKind.LIVE, context, epoch, request, deliver, shown=text)
         return text
 
-    def suggest(self, context: ContextId, request: ConversionRequest,
-                on_suggestions: Callable[[list], None], n: int = 6) -> None:
-        """Queue completions for the current event at the lowest priority; `on_suggestions`
-        gets the list when there is one."""
-        if not request.reading:
-            return
-        find = self.converter.suggestions
-        self.scheduler.submit(context, Priority.SUGGESTION, lambda ctx: find(request, n) or None,
-                              on_suggestions)
-
-    def suggest_for(self, context: ContextId, epoch: int, request: ConversionRequest,
-                    deliver: LiveDelivery, n: int = 6, delay_s: float | None = None) -> None:
-        """Completions for the event `epoch`, delivered as a SuggestionUpdate when there are
-        any; dropped unrun once a newer event began. The job waits `delay_s` (default
-        suggestion_delay_s) before it searches; a newer event ends the wait."""
+    def request(self, kind: UpdateKind, context: ContextId, epoch: int, request: ConversionRequest,
+                deliver: LiveDelivery, *, shown: Any = None, n: int = 6, delay_s: float | None = None,
+                refined: bool = False) -> None:
+        """The one path for every late answer: queue the work of `kind` for the event `epoch`;
+        its answer reaches `deliver` as a LateUpdate when it adds to `shown` (what the context
+        shows now), and never once a newer event began (already superseded: not even a worker
+        is woken). LIVE: the model's live text (shown: the quick text). CONVERSION: the model's
+        conversion of a quick Space, first among the queued work (the user waits for it), within
+        quick_space_limit_s. SUGGESTIONS: the completions, searched after `delay_s` (default
+        suggestion_delay_s; a newer event ends the wait); with a model ready, delivering them
+        asks again with refined=True for the model's ranking, its own job within
+        SUGGESTION_MODEL_BUDGET_S, so the dictionary's list never waits for the model."""
         if not request.reading or self.scheduler.epoch(context) != epoch:
-            return   # already superseded: not even a worker is woken
-        find = self.converter.suggestions
-        delay = self.suggestion_delay_s if delay_s is None else delay_s
+            return
+        converter = self.converter
+        if kind is UpdateKind.LIVE:
+            priority, budget_s, delay = Priority.LIVE, self.budget_s, 0.0
+        elif kind is UpdateKind.CONVERSION:
+            priority, budget_s, delay = Priority.EXPLICIT, self.quick_space_limit_s, 0.0
+        else:
+            priority, budget_s = Priority.SUGGESTION, SUGGESTION_MODEL_BUDGET_S if refined else None
+            delay = 0.0 if refined else self.suggestion_delay_s if delay_s is None else delay_s
 
-        def work(ctx) -> SuggestionUpdate | None:
+        def work(ctx: JobContext) -> LateUpdate | None:
             if delay and ctx.wait_cancelled(delay):
                 return None   # a newer key came first
-            found = tuple(find(request, n))
-            return SuggestionUpdate(context, epoch, request.reading, found) if found else None
-
-        def hand_over(update: SuggestionUpdate) -> None:
-            deliver(update)
-            if self.converter.model_ready():
-                self._refine_suggestions(context, epoch, request, update.suggestions, deliver, n)
-
-        self.scheduler.submit(context, Priority.SUGGESTION, work, hand_over, epoch=epoch)
-
-    def _refine_suggestions(self, context: ContextId, epoch: int, request: ConversionRequest,
-                            shown: tuple[Candidate, ...], deliver: LiveDelivery, n: int) -> None:
-        """The model's ranking of the list just delivered, as a second update when it differs;
-        its own job, so the dictionary's list never waits for the model, and a newer key
-        cancels it (the scorer checks between completions) as does the budget."""
-        refine = self.converter.refined_suggestions
-
-        def work(ctx) -> SuggestionUpdate | None:
-            found = refine(request, n, ctx)
-            if not found or tuple(found) == shown or ctx.cancelled():
+            if kind is UpdateKind.LIVE:
+                text = converter.live_refined(request, ctx)
+                if not text or (text == shown and not self.deliver_unchanged):
+                    return None
+                return LateUpdate.live(context, epoch, request.reading, text, text != shown)
+            if kind is UpdateKind.CONVERSION:
+                segments = converter.refined_conversion(request, ctx)
+                if not segments or ctx.cancelled() or ctx.remaining() <= 0:
+                    return None   # superseded, failed or too late: the quick answer stays
+                return LateUpdate.of_conversion(context, epoch, request.reading, segments)
+            found = converter.refined_suggestions(request, n, ctx) if refined else converter.suggestions(request, n)
+            if not found or (refined and (tuple(found) == shown or ctx.cancelled())):
                 return None
-            return SuggestionUpdate(context, epoch, request.reading, tuple(found))
+            return LateUpdate.of_suggestions(context, epoch, request.reading, found)
 
-        self.scheduler.submit(context, Priority.SUGGESTION, work, deliver, epoch=epoch,
-                              budget_s=SUGGESTION_MODEL_BUDGET_S)
+        def hand_over(update: LateUpdate) -> None:
+            deliver(update)
+            if kind is UpdateKind.SUGGESTIONS and not refined and converter.model_ready():
+                self.request(kind, context, epoch, request, deliver, shown=update.suggestions, n=n, refined=True)
+
+        self.scheduler.submit(context, priority, work, hand_over, budget_s=budget_s, epoch=epoch)
 
     def prepare_for(self, context: ContextId, epoch: int, request: ConversionRequest,
                     delay_s: float | None = None) -> None:
@@ -270,23 +270,6 @@ class LiveService:
             return None
 
         self.scheduler.submit(context, Priority.PREPARE, work, lambda _: None, epoch=epoch)
-
-    def refine_conversion_for(self, context: ContextId, epoch: int, request: ConversionRequest,
-                              deliver: LiveDelivery, limit_s: float = QUICK_SPACE_LIMIT_S) -> None:
-        """The model's conversion for the quick Space of event `epoch`, delivered as a
-        ConversionUpdate if it is ready within limit_s; first among the queued work (the user
-        waits for it), dropped or stopped once a newer event began."""
-        if not request.reading or self.scheduler.epoch(context) != epoch:
-            return
-        refine = self.converter.refined_conversion
-
-        def work(ctx) -> ConversionUpdate | None:
-            segments = refine(request, ctx)
-            if not segments or ctx.cancelled() or ctx.remaining() <= 0:
-                return None   # superseded, failed or too late: the quick answer stays
-            return ConversionUpdate(context, epoch, request.reading, tuple(segments))
-
-        self.scheduler.submit(context, Priority.EXPLICIT, work, deliver, budget_s=limit_s, epoch=epoch)
 
     def call(self, context: ContextId, work: Callable[[], Any], priority: Priority = Priority.EXPLICIT) -> Any:
         """Run `work` on a worker, ahead of lower-priority work of every context, and wait.
@@ -338,26 +321,20 @@ class LiveLink:
     def key(self, epoch: int, request: ConversionRequest) -> str:
         return self.service.key(self.context, epoch, request, self.deliver)
 
-    def suggest(self, epoch: int, request: ConversionRequest, n: int) -> None:
-        """Ask for completions of the event's reading; they arrive through `deliver`."""
+    def request(self, kind: UpdateKind, epoch: int, request: ConversionRequest, n: int = 6) -> None:
+        """Ask for the late answer of `kind` (SUGGESTIONS, or CONVERSION after a quick Space
+        that was not final); it arrives through `deliver`. With a host, the request starts
+        once the event's own reply is out."""
+        service = self.service
         if self.defer is None:
-            self.service.suggest_for(self.context, epoch, request, self.deliver, n)
+            service.request(kind, self.context, epoch, request, self.deliver, n=n)
             return
-        self.defer(epoch, lambda: self.service.suggest_for(self.context, epoch, request, self.deliver, n,
-                                                           delay_s=0.0), 0.0)
+        self.defer(epoch, lambda: service.request(kind, self.context, epoch, request, self.deliver, n=n,
+                                                  delay_s=0.0), 0.0)
 
     def convert_quick(self, request: ConversionRequest) -> tuple[list[Segment], bool]:
-        """Space's segments now, and whether they are final (else: refine_conversion)."""
+        """Space's segments now, and whether they are final (else: request CONVERSION)."""
         return self.service.converter.convert_quick(request)
-
-    def refine_conversion(self, epoch: int, request: ConversionRequest) -> None:
-        """Ask for the model's conversion of a quick Space; it arrives through `deliver`."""
-        def work() -> None:
-            self.service.refine_conversion_for(self.context, epoch, request, self.deliver)
-        if self.defer is None:
-            work()
-        else:
-            self.defer(epoch, work, 0.0)   # once the Space's own reply is out
 
     def can_prepare(self) -> bool:
         """Whether asking for a preparation can do anything (a model ready, preparing on), so

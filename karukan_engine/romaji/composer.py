@@ -25,6 +25,11 @@ from karukan_engine.romaji.table import RomajiTable, Rule
 _MAX_FIRINGS_PER_KEY = 64
 
 
+def reading_of(text: str) -> str:
+    """The hiragana reading of composed text (katakana and half-width kana folded back)."""
+    return to_hiragana(to_fullwidth_katakana(text))
+
+
 class Script(enum.Enum):
     """How newly typed text is written (the input mode as the composer sees it)."""
 
@@ -100,6 +105,32 @@ class Composer:
 
     def caret(self) -> int:
         return self.cursor + len(self._pending_display())
+
+    def settled_reading(self) -> str:
+        """The reading of the settled text (pending keys left out): what is converted live."""
+        return reading_of("".join(u.text for u in self.units))
+
+    def units_for_reading(self, length: int) -> int:
+        """How many units make up the first `length` characters of the settled reading."""
+        text = ""
+        for count, unit in enumerate(self.units):
+            if len(reading_of(text)) >= length:
+                return count
+            text += unit.text
+        return len(self.units)
+
+    def keys_for_reading(self, start: int, length: int) -> str | None:
+        """The keys typed for settled_reading()[start:start+length], or None when the span does
+        not start and end on unit boundaries."""
+        bounds: dict[int, int] = {}
+        text = ""
+        for k in range(len(self.units) + 1):
+            bounds.setdefault(len(reading_of(text)), k)
+            if k < len(self.units):
+                text += self.units[k].text
+        if start in bounds and start + length in bounds:
+            return "".join(u.keys for u in self.units[bounds[start] : bounds[start + length]])
+        return None
 
     def keys(self) -> str:
         """The keys that typed the composition, in text order (F9/F10 use these)."""

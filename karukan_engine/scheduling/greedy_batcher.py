@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from karukan_engine.conversion.scheduler import Cancelled
+from karukan_engine.scheduling.scheduler import Cancelled
 from karukan_engine.neural.errors import InferenceError
 from karukan_engine.neural.greedy_pool import GreedyJob, GreedyPool, Result
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import enum
 
+from karukan_engine.romaji.modes import InputMode
+from karukan_engine.transliteration import Form
+
 
 class Command(enum.Enum):
     # editing
@@ -65,3 +68,22 @@ class Command(enum.Enum):
         if self.value.startswith("select_"):
             return int(self.value.rsplit("_", 1)[1]) - 1
         return None
+
+
+# The mode each mode command switches to.
+MODE_COMMANDS = {
+    Command.MODE_HIRAGANA: InputMode.HIRAGANA,
+    Command.MODE_KATAKANA: InputMode.KATAKANA,
+    Command.MODE_HALFWIDTH_KATAKANA: InputMode.HALFWIDTH_KATAKANA,
+    Command.MODE_FULLWIDTH_ALPHANUMERIC: InputMode.FULLWIDTH_ALPHANUMERIC,
+    Command.MODE_HALFWIDTH_ALPHANUMERIC: InputMode.HALFWIDTH_ALPHANUMERIC,
+}
+
+# F6–F10: the form each gives the focused segment.
+TRANSLITERATIONS: dict[Command, Form] = {
+    Command.TO_HIRAGANA: Form.HIRAGANA,
+    Command.TO_KATAKANA: Form.KATAKANA,
+    Command.TO_HALFWIDTH_KATAKANA: Form.HALFWIDTH_KATAKANA,
+    Command.TO_FULLWIDTH_ALPHANUMERIC: Form.FULLWIDTH_ALPHANUMERIC,
+    Command.TO_HALFWIDTH_ALPHANUMERIC: Form.HALFWIDTH_ALPHANUMERIC,
+}

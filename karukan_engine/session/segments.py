@@ -1,12 +1,20 @@
-"""The conversion in progress: segments, the candidate chosen for each, focus and paging."""
+"""The conversion in progress (Mozc's converter state): segments, the candidate chosen for each,
+focus, paging, resizing, F6–F10 and committing the first segment. The session asks; only this
+object edits its segments."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.core.types import Candidate, Segment, Source
-from karukan_engine.transliteration import script_variants
+from karukan_engine.transliteration import Form, script_variants
+
+# F9/F10 work on the typed keys and cycle through their cases.
+CYCLING_FORMS = (Form.FULLWIDTH_ALPHANUMERIC, Form.HALFWIDTH_ALPHANUMERIC)
+
+LearnPairs = tuple[tuple[str, str], ...]
 
 
 class SegmentChoice:
@@ -55,6 +63,11 @@ class SegmentChoice:
         self.candidates.append(Candidate(surface, annotation, source))
         self.index = len(self.candidates) - 1
 
+    def learn_pairs(self) -> LearnPairs:
+        """(reading, surface) to learn for this segment: none for a transliteration."""
+        chosen = self.chosen
+        return () if chosen.source == Source.TRANSLITERATION else ((self.reading, chosen.surface),)
+
 
 @dataclass
 class Conversion:
@@ -83,6 +96,24 @@ class Conversion:
     def preedit_start(self, index: int) -> int:
         """Offset of a segment in the preedit text."""
         return sum(len(s.chosen.surface) for s in self.segments[:index])
+
+    def learn_pairs(self) -> LearnPairs:
+        return tuple(pair for s in self.segments for pair in s.learn_pairs())
+
+    def shown(self) -> tuple:
+        """What the conversion puts on screen right after Space: each segment's reading and
+        first candidate, and the focused segment's candidate list."""
+        return (tuple((c.reading, c.chosen.surface) for c in self.segments),
+                tuple(c.surface for c in self.focused.candidates))
+
+    def commit_first_segment(self) -> int:
+        """Drop the first segment (the session commits it) and keep converting the rest;
+        returns how many reading characters it used."""
+        first = self.segments.pop(0)
+        self.reading = self.reading[len(first.reading):]
+        self.fixed_lengths = self.fixed_lengths[1:]
+        self.focus = 0
+        return len(first.reading)
 
     # -- candidates ------------------------------------------------------------------------------
 
@@ -121,6 +152,26 @@ class Conversion:
             return None
         return tuple(len(s.reading) for s in self.segments[: self.focus]) + (new_len,)
 
+    def resize(self, delta: int, convert: Callable[[tuple[int, ...]], list[Segment]]) -> None:
+        """Shrink/expand the focused segment by delta; convert(fixed_lengths) segments the
+        reading again with the user's lengths fixed."""
+        fixed = self.resized_lengths(delta)
+        if fixed is not None:
+            self.replace_segments(convert(fixed), fixed)
+
+    def transliterate(self, form: Form, typed_keys: Callable[[int, str], str]) -> None:
+        """F6–F10 on the focused segment; pressing the same key again cycles the alphanumeric
+        forms' cases (tokyo → TOKYO → Tokyo). typed_keys(start, reading): the keys typed for
+        the segment's reading at that offset of the whole reading."""
+        seg = self.focused
+        if form in CYCLING_FORMS:
+            variants = _cases(form.of(typed_keys(self.segment_start(self.focus), seg.reading)))
+        else:
+            variants = [form.of(seg.reading)]
+        current = seg.chosen.surface
+        surface = variants[(variants.index(current) + 1) % len(variants)] if current in variants else variants[0]
+        seg.choose_surface(surface, form.label, Source.TRANSLITERATION)
+
     def replace_segments(self, segments: list[Segment], fixed_lengths: tuple[int, ...]) -> None:
         """New segmentation after a resize; segments before the focus keep the user's choices."""
         old = {i: s for i, s in enumerate(self.segments[: self.focus])}
@@ -131,6 +182,24 @@ class Conversion:
                 self.segments[i].choose_surface(chosen.surface, chosen.annotation, chosen.source)
         self.fixed_lengths = fixed_lengths
         self.focus = min(self.focus, len(self.segments) - 1)
+
+
+def refined(current: Conversion, reading: str, segments: list[Segment]) -> Conversion | None:
+    """What a quick Space's model conversion makes of `current`: None when it is not for this
+    conversion (another reading, or resized since) or changes nothing on screen."""
+    if current.reading != reading or current.fixed_lengths:
+        return None
+    better = Conversion.from_segments(reading, segments, current.page_size)
+    return None if better.shown() == current.shown() else better
+
+
+def _cases(text: str) -> list[str]:
+    """F9/F10 cycle: as typed in lower case, upper case, capitalised (Mozc's order)."""
+    out: list[str] = []
+    for variant in (text.lower(), text.upper(), text[:1].upper() + text[1:].lower()):
+        if variant not in out:
+            out.append(variant)
+    return out
 
 
 def _choice(segment: Segment) -> SegmentChoice:

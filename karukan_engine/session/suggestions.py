@@ -44,6 +44,13 @@ class SuggestionList:
         start = 0 if self.cursor is None else self.cursor
         return SuggestionList(self.reading, self.items, (start + delta) % len(self.items), self.complete)
 
+    def choice_at(self, index: int) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+        """(surface, what to learn) of the item at `index`, or None when there is none."""
+        if not 0 <= index < len(self.items):
+            return None
+        chosen = self.items[index]
+        return chosen.surface, (self.learn_pair(chosen),)
+
     def learn_pair(self, chosen: Candidate) -> tuple[str, str]:
         """(reading, surface) to learn: the whole reading the completion stands for."""
         reading = chosen.reading if isinstance(chosen, Completion) and chosen.reading else self.reading

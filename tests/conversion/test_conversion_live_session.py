@@ -8,7 +8,7 @@ pytest.importorskip("llama_cpp")
 
 from karukan_engine.config import Config  # noqa: E402
 from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
-from karukan_engine.conversion.live_service import LiveLink, LiveService, LiveUpdate  # noqa: E402
+from karukan_engine.live.live_service import LiveLink, LiveService, UpdateKind  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
 from karukan_engine.core.types import ConversionRequest  # noqa: E402
 from karukan_engine.dictionary.learning import LearningStore  # noqa: E402
@@ -56,7 +56,7 @@ def test_keys_get_the_quick_text_and_the_model_text_follows(fused):
             refined = fused.live_refined(ConversionRequest(reading))
             # The link also delivers suggestion lists (issue 14 item 5); this test is about the text.
             current = [u for u in delivered
-                       if isinstance(u, LiveUpdate) and u.epoch == service.scheduler.epoch(context)]
+                       if u.kind is UpdateKind.LIVE and u.epoch == service.scheduler.epoch(context)]
             if refined != quick:
                 assert [u.text for u in current] == [refined]
                 updated = session.apply_live_update(current[0])

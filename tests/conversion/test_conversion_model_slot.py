@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("llama_cpp")
 
 from karukan_engine.conversion.model_slot import SESSION_SEQUENCES, ModelSlot  # noqa: E402
-from karukan_engine.conversion.scheduler import Cancelled, Priority, Scheduler  # noqa: E402
+from karukan_engine.scheduling.scheduler import Cancelled, Priority, Scheduler  # noqa: E402
 from karukan_engine.neural.model import ModelOptions, load_model  # noqa: E402
 from karukan_engine.neural.prompt import clean_output  # noqa: E402
 from neural_support import fresh_greedy, fresh_logprobs, tiny_model_dir  # noqa: E402

@@ -10,9 +10,9 @@ pytest.importorskip("llama_cpp")
 from karukan_engine.conversion.chunking import chunk_left_context, split_chunks  # noqa: E402
 from karukan_engine.conversion.factory import ConverterOptions, build_converter  # noqa: E402
 from karukan_engine.conversion.fused import LIVE_NBEST, FusedConverter, build_fused_converter  # noqa: E402
-from karukan_engine.conversion.live_service import LiveService  # noqa: E402
+from karukan_engine.live.live_service import LiveService  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
-from karukan_engine.conversion.scheduler import Cancelled, JobContext, Priority  # noqa: E402
+from karukan_engine.scheduling.scheduler import Cancelled, JobContext, Priority  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from karukan_engine.core.types import ConversionRequest, check_segments  # noqa: E402
 from karukan_engine.dictionary.learning import LearningStore  # noqa: E402

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from karukan_engine.config import Config
 from karukan_engine.conversion.align import AlignedWord, Alignment
-from karukan_engine.conversion.live_service import LiveLink, LiveService, LiveUpdate
+from karukan_engine.live.live_service import LateUpdate, LiveLink, LiveService
 from karukan_engine.conversion.stability import LiveStabilizer, kana_tail, tail_unfinished
 from karukan_engine.core.types import ConversionRequest
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
@@ -128,11 +128,11 @@ def test_the_models_refinement_obeys_the_same_rule(lattice):
         session.attach_live(LiveLink(service, 1, lambda update: None))
         type_keys(session, "kyouha")
         # A refinement ending in a one-kana kanji: shown as kana like the dictionary's text.
-        view = session.apply_live_update(LiveUpdate(1, session._epoch, "きょうは", "今日歯"))
+        view = session.apply_live_update(LateUpdate.live(1, session._work.epoch, "きょうは", "今日歯"))
         assert view is not None and view.preedit_text == "今日は"
         type_keys(session, "iitenk")
         # While a key is pending a refinement does not change what is shown.
-        view = session.apply_live_update(LiveUpdate(1, session._epoch, "きょうはいいてん", "今日は良い点"))
+        view = session.apply_live_update(LateUpdate.live(1, session._work.epoch, "きょうはいいてん", "今日は良い点"))
         assert view is not None and view.preedit_text == "今日はいいてんｋ"
     finally:
         service.shutdown()

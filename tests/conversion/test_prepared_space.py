@@ -18,10 +18,10 @@ pytest.importorskip("llama_cpp")
 from ime_frontend.contexts import EngineCore  # noqa: E402
 from karukan_engine.config import Config, LearningSettings, SessionSettings  # noqa: E402
 from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
-from karukan_engine.conversion.live_service import LiveLink, LiveService  # noqa: E402
+from karukan_engine.live.live_service import LiveLink, LiveService  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
-from karukan_engine.conversion.prepared import PreparedConversions  # noqa: E402
-from karukan_engine.conversion.scheduler import JobContext, Priority  # noqa: E402
+from karukan_engine.scheduling.prepared import PreparedConversions  # noqa: E402
+from karukan_engine.scheduling.scheduler import JobContext, Priority  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from karukan_engine.core.types import Candidate, ConversionRequest, Segment  # noqa: E402
 from karukan_engine.dictionary.learning import LearningStore  # noqa: E402

@@ -17,8 +17,8 @@ pytest.importorskip("llama_cpp")
 from ime_frontend.contexts import EngineCore  # noqa: E402
 from karukan_engine.config import Config, LearningSettings, SessionSettings  # noqa: E402
 from karukan_engine.conversion.fused import LEAN_PLAN, FusedConverter  # noqa: E402
-from karukan_engine.conversion.live_service import ConversionUpdate  # noqa: E402
-from karukan_engine.conversion.prepared import PreparedConversions  # noqa: E402
+from karukan_engine.live.live_service import LateUpdate, UpdateKind  # noqa: E402
+from karukan_engine.scheduling.prepared import PreparedConversions  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
 from karukan_engine.core.types import Candidate, ConversionRequest, Segment  # noqa: E402
 from karukan_engine.dictionary.system import DEFAULT_DIR  # noqa: E402
@@ -47,11 +47,11 @@ class Driven(Attached):
         super().__init__(fused, deliver=self._deliver)
 
     def _deliver(self, update) -> None:
-        if isinstance(update, ConversionUpdate):
+        if update.kind is UpdateKind.CONVERSION:
             self.updates.append(update)
             self.arrived.set()
 
-    def convert_once(self, reading: str) -> ConversionUpdate:
+    def convert_once(self, reading: str) -> LateUpdate:
         """Type `reading`, pause, press Space: the model conversion that followed."""
         self.keys(romaji(reading))
         self.settle()
@@ -127,8 +127,8 @@ def test_an_update_after_any_newer_event_is_ignored(driven):
 def test_an_update_for_another_reading_or_context_is_ignored(driven):
     d = driven()
     update = d.convert_once("あめ")
-    other_reading = ConversionUpdate(update.context, update.epoch, "はし", update.segments)
-    other_context = ConversionUpdate(2, update.epoch, update.reading, update.segments)
+    other_reading = LateUpdate.of_conversion(update.context, update.epoch, "はし", update.segments)
+    other_context = LateUpdate.of_conversion(2, update.epoch, update.reading, update.segments)
     assert d.session.apply_live_update(other_reading) is None
     assert d.session.apply_live_update(other_context) is None
     assert d.session.apply_live_update(update) is not None
@@ -138,8 +138,9 @@ def test_a_model_conversion_too_late_is_dropped(driven):
     d = driven()
     d.keys(romaji("あめ"))
     d.settle()
-    d.service.refine_conversion_for(1, d.service.scheduler.epoch(1), ConversionRequest("あめ"),
-                                    d._deliver, limit_s=0.0)
+    d.service.quick_space_limit_s = 0.0
+    d.service.request(UpdateKind.CONVERSION, 1, d.service.scheduler.epoch(1), ConversionRequest("あめ"),
+                      d._deliver)
     d.settle()
     assert d.updates == []
 

@@ -1,7 +1,7 @@
 """The model's part in predictions: where one is loaded, the dictionary's completions are ranked
 again with the model's score given the left context, as a second list after the dictionary's,
 off the key path and cancelled by the next key (conversion/suggest.py, FusedConverter,
-LiveService.suggest_for)."""
+LiveService.request, UpdateKind.SUGGESTIONS)."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def test_learned_completions_stay_first(fused):
 
 @needs_dictionary
 def test_a_newer_key_or_the_budget_stops_the_scoring(fused):
-    from karukan_engine.conversion.scheduler import JobContext, Priority
+    from karukan_engine.scheduling.scheduler import JobContext, Priority
 
     request = ConversionRequest("かい", "")
     cancelled = JobContext("ctx", 1, Priority.SUGGESTION, None)
@@ -102,7 +102,7 @@ def test_a_newer_key_or_the_budget_stops_the_scoring(fused):
 def test_the_models_list_follows_the_dictionarys_and_a_newer_key_drops_it(fused):
     """Through the live service: first the dictionary's list, then (when it differs) the
     model's, both for the same event; a key typed before the model's job runs drops it."""
-    from karukan_engine.conversion.live_service import LiveService
+    from karukan_engine.live.live_service import LiveService, UpdateKind
 
     service = LiveService(fused, suggestion_delay_s=0.0)
     try:
@@ -118,7 +118,7 @@ def test_the_models_list_follows_the_dictionarys_and_a_newer_key_drops_it(fused)
                 arrived.set()
 
         epoch = service.begin("a")
-        service.suggest_for("a", epoch, ConversionRequest(reading, "会議の"), deliver)
+        service.request(UpdateKind.SUGGESTIONS, "a", epoch, ConversionRequest(reading, "会議の"), deliver)
         assert arrived.wait(30)
         first, second = got
         assert first.epoch == second.epoch == epoch and first.reading == second.reading == reading
@@ -135,7 +135,7 @@ def test_the_models_list_follows_the_dictionarys_and_a_newer_key_drops_it(fused)
             gate.set()
 
         epoch = service.begin("b")
-        service.suggest_for("b", epoch, ConversionRequest(reading, "会議の"), deliver_then_type)
+        service.request(UpdateKind.SUGGESTIONS, "b", epoch, ConversionRequest(reading, "会議の"), deliver_then_type)
         assert gate.wait(30)
         time.sleep(0.5)
         assert len(dropped) == 1

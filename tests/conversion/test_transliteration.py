@@ -46,7 +46,7 @@ def test_the_converters_and_the_session_label_the_forms_alike():
     lists = {
         "plain": PlainConverter().candidates(request, 10),
         "lattice segment": LatticeConverter(SystemDictionary()).convert(request)[0].candidates,
-        "session": session._conversion.focused.candidates,
+        "session": session._state.conversion.focused.candidates,
     }
     for name, candidates in lists.items():
         forms = {c.surface: c.annotation for c in candidates if c.source == Source.VARIANT and c.surface in expected}

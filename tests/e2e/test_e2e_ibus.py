@@ -14,6 +14,7 @@ from ime_frontend.ibus import gvariant as gv
 
 SPACE, RETURN, RIGHT, ESCAPE = 0x20, 0xFF0D, 0xFF53, 0xFF1B
 PURPOSE_PASSWORD = 8
+HINT_PRIVATE = 1 << 11
 
 
 async def ready_app(desktop) -> IBusApp:
@@ -161,6 +162,27 @@ def test_a_field_turning_into_a_password_field_gets_the_typed_text_committed(ibu
         app.disconnect()
 
     run(body())
+
+
+def test_text_typed_in_a_private_field_is_not_learned_when_the_field_turns_normal(ibus_desktop):
+    # Issue 29 item 4: privacy is decided when the text is typed, not when it is committed.
+    from gtk_support import wait_learned
+
+    async def body():
+        app = await ready_app(ibus_desktop)
+        await app.set_content_type(0, HINT_PRIVATE)
+        await type_text(app, "tanuki")
+        assert await app.tap(SPACE)
+        await app.set_content_type(0, 0)
+        assert await app.tap(RETURN)
+        assert app.shown.commits and app.shown.preedit == ""
+        await type_text(app, "kaigi")                # typed in the normal field: learned
+        assert await app.tap(SPACE) and await app.tap(RETURN)
+        app.disconnect()
+
+    run(body())
+    saved = wait_learned(ibus_desktop, "かいぎ")
+    assert "たぬき" not in saved
 
 
 def test_surrounding_text_is_accepted(ibus_desktop):

@@ -18,7 +18,7 @@ from ime_frontend.client import EngineClient
 from ime_frontend.contexts import EngineCore
 from karukan_testing.headless import HeadlessDesktop
 from ime_frontend.service import MAX_SURROUNDING_CHARS, EngineService, serve
-from karukan_engine.conversion.live_service import LiveUpdate
+from karukan_engine.live.live_service import LateUpdate
 from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.session import Session
 from karukan_engine.session.view import View
@@ -190,9 +190,9 @@ def test_a_live_update_from_a_worker_thread_reaches_the_owner_as_a_signal(bus_ad
             assert (await type_keys(ctx, [ord("k"), ord("a")])).preedit_text == "か"
             host = service._contexts[ctx.id].host
             epoch = core.live.scheduler.epoch(host.context_id)
-            for update in (LiveUpdate(host.context_id, epoch - 1, "か", "古"),   # an older key's
-                           LiveUpdate(host.context_id + 1, epoch, "か", "他"),   # another context's
-                           LiveUpdate(host.context_id, epoch, "か", "蚊")):
+            for update in (LateUpdate.live(host.context_id, epoch - 1, "か", "古"),   # an older key's
+                           LateUpdate.live(host.context_id + 1, epoch, "か", "他"),   # another context's
+                           LateUpdate.live(host.context_id, epoch, "か", "蚊")):
                 worker = threading.Thread(target=host.deliver, args=(update,))   # e.g. a model worker
                 worker.start()
                 worker.join()

@@ -5,9 +5,9 @@ import threading
 import pytest
 
 from karukan_engine.conversion.fused import FusedConverter
-from karukan_engine.conversion.live_service import LiveService
+from karukan_engine.live.live_service import LiveService, UpdateKind
 from karukan_engine.conversion.plain import PlainConverter
-from karukan_engine.conversion.scheduler import Priority, Scheduler
+from karukan_engine.scheduling.scheduler import Priority, Scheduler
 from karukan_engine.core.types import ConversionRequest
 from karukan_engine.dictionary.learning import LearningStore
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
@@ -76,14 +76,15 @@ def test_suggestions_arrive_for_the_current_key_only(tmp_path):
     service = LiveService(FusedConverter(base, [], lexicon=dictionary))
     got = []
     try:
-        service.begin("s")
-        service.suggest("s", ConversionRequest("ありがと"), got.append)
+        epoch = service.begin("s")
+        service.request(UpdateKind.SUGGESTIONS, "s", epoch, ConversionRequest("ありがと"), got.append, delay_s=0.0)
         assert service.scheduler.idle(30)
-        assert any("ありがとう" in c.surface for c in got[0])
+        assert got[0].kind is UpdateKind.SUGGESTIONS and got[0].epoch == epoch
+        assert any("ありがとう" in c.surface for c in got[0].suggestions)
         got.clear()
         gate = threading.Event()
         service.scheduler.submit("s", Priority.EXPLICIT, lambda ctx: gate.wait(10) and None, lambda r: None)
-        service.suggest("s", ConversionRequest("ありがと"), got.append)
+        service.request(UpdateKind.SUGGESTIONS, "s", epoch, ConversionRequest("ありがと"), got.append, delay_s=0.0)
         service.begin("s")              # a newer key before the suggestion job ran
         gate.set()
         assert service.scheduler.idle(30)

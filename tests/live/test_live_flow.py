@@ -1,6 +1,6 @@
 """The live update flow is one way: one supersession per event, updates travel as values.
 
-Session -> LiveLink.begin (once per event) -> LiveService.key -> scheduler -> LiveUpdate ->
+Session -> LiveLink.begin (once per event) -> LiveService.key -> scheduler -> LateUpdate ->
 the link's deliver (the context host) -> Session.apply_live_update on the session's thread.
 The "model" is the gated fake of test_frontend_service, with its gate open.
 """
@@ -14,8 +14,8 @@ import threading
 import pytest
 
 from ime_frontend.contexts import EngineCore
-from karukan_engine.conversion.live_service import LiveLink, LiveService, LiveUpdate
-from karukan_engine.conversion.scheduler import Priority, Scheduler
+from karukan_engine.live.live_service import LateUpdate, LiveLink, LiveService
+from karukan_engine.scheduling.scheduler import Priority, Scheduler
 from karukan_engine.session import Session
 from service_fakes import TIMEOUT_S, GatedModelConverter, live_config
 
@@ -53,7 +53,7 @@ def attached_session(service: LiveService, context: int, delivered: list) -> Ses
 
 def test_each_event_supersedes_exactly_once(live):
     service, scheduler = live
-    delivered: list[LiveUpdate] = []
+    delivered: list[LateUpdate] = []
     session = attached_session(service, 7, delivered)
     for ch in "kai":
         before = scheduler.begun.get(7, 0)
@@ -72,7 +72,7 @@ def test_each_event_supersedes_exactly_once(live):
 
 def test_updates_are_immutable_values_addressed_to_a_context_and_generation(live):
     service, scheduler = live
-    delivered: list[LiveUpdate] = []
+    delivered: list[LateUpdate] = []
     session = attached_session(service, 1, delivered)
     for ch in "ka":
         session.process_key(ord(ch))
@@ -93,8 +93,8 @@ def test_updates_are_immutable_values_addressed_to_a_context_and_generation(live
 
 def test_contexts_are_told_apart_by_their_ids_not_their_objects(live):
     service, scheduler = live
-    first: list[LiveUpdate] = []
-    second: list[LiveUpdate] = []
+    first: list[LateUpdate] = []
+    second: list[LateUpdate] = []
     a = attached_session(service, 1, first)
     b = attached_session(service, 2, second)
     for ch in "ka":

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 pytest.importorskip("llama_cpp")
 
-from karukan_engine.conversion.greedy_batcher import GreedyBatcher  # noqa: E402
-from karukan_engine.conversion.scheduler import Cancelled  # noqa: E402
+from karukan_engine.scheduling.greedy_batcher import GreedyBatcher  # noqa: E402
+from karukan_engine.scheduling.scheduler import Cancelled  # noqa: E402
 from karukan_engine.neural.errors import InferenceError  # noqa: E402
 from karukan_engine.neural.greedy_pool import GreedyJob, GreedyPool  # noqa: E402
 from neural_support import POOL_SENTENCES as SENTENCES, fresh_greedy, model, same  # noqa: E402,F401  (model: fixture)

@@ -10,8 +10,8 @@ import threading
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from karukan_engine.conversion.deadline import BudgetChooser, Option, StageTimings
-from karukan_engine.conversion.scheduler import Priority, Scheduler
+from karukan_engine.scheduling.deadline import BudgetChooser, Option, StageTimings
+from karukan_engine.scheduling.scheduler import Priority, Scheduler
 
 WAIT = 10.0  # generous: only reached when something is broken
 

@@ -526,6 +526,32 @@ def test_private_hint_and_config_disable_learning():
     assert conv.recorded == []
 
 
+@pytest.mark.parametrize("keys", ["kyou<space><Return>", "kyou<Return>"])
+def test_text_typed_in_a_private_field_is_not_learned_after_the_field_turns_normal(keys):
+    # Issue 29 item 4: privacy is decided when the text is typed, not when it is committed.
+    conv = ScriptedConverter(WORDS)
+    s = make(conv)
+    s.set_surrounding_text("前の", 2)
+    s.set_field_privacy(field_privacy(0, HINT_PRIVATE))
+    press(s, keys[:-len("<Return>")])
+    s.set_field_privacy(field_privacy(0, 0))
+    assert press(s, "<Return>")[-1].commit
+    assert conv.recorded == [] and not any(r.learn for r in conv.requests)
+    assert s.left_context == ""               # nor is it a later choice's left context
+    press(s, "kyou<space><Return>")             # typed in the normal field: learned again
+    assert conv.recorded == [([("きょう", "今日")], "")]
+
+
+def test_text_typed_before_a_field_turns_private_is_not_learned_there():
+    conv = ScriptedConverter(WORDS)
+    s = make(conv)
+    press(s, "kyou<space>")
+    s.set_field_privacy(field_privacy(0, HINT_PRIVATE))
+    s.set_field_privacy(field_privacy(0, 0))
+    press(s, "<Return>")
+    assert conv.recorded == []
+
+
 def test_focus_out_commits_reset_drops():
     s = make()
     press(s, "kan")

@@ -47,7 +47,7 @@ class SessionMachine(RuleBasedStateMachine):
         resolved = resolved_text(s._composer)
         allowed = {shown, resolved, "\u3000", " ", self.converter.live(_req(reading_of(resolved)))}
         if view.candidates is not None:
-            conv = s._conversion
+            conv = s._state.conversion
             for cand in conv.focused.candidates:
                 allowed.add("".join(cand.surface if i == conv.focus else seg.chosen.surface
                                     for i, seg in enumerate(conv.segments)))
@@ -142,7 +142,7 @@ class SessionMachine(RuleBasedStateMachine):
             assert 0 <= page.page < page.pages and page.total >= len(page.items)
             assert [i.label for i in page.items] == [str(n + 1) for n in range(len(page.items))]
             assert sum(1 for p in v.preedit if p.style.value == "highlight") == 1
-            conv = s._conversion
+            conv = s._state.conversion
             assert "".join(seg.reading for seg in conv.segments) == conv.reading
         else:
             assert not v.preedit and v.candidates is None

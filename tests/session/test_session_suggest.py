@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from karukan_engine.config import Config, SessionSettings, SuggestSettings
-from karukan_engine.conversion.live_service import LiveLink, LiveService, LiveUpdate, SuggestionUpdate
+from karukan_engine.live.live_service import LateUpdate, LiveLink, LiveService, UpdateKind
 from karukan_engine.session import PreeditStyle, Session, State, View
 from karukan_engine.session.field import FieldPrivacy
 from karukan_engine.session.keys_cli import parse_keys
@@ -196,7 +196,7 @@ def test_suggestions_arrive_as_updates_for_the_current_event(service):
     view = press(s, "arigato")[-1]
     assert view.suggestions is None                 # the key did not wait for them
     assert service.scheduler.idle(10)
-    updates = [u for u in delivered if isinstance(u, SuggestionUpdate)]
+    updates = [u for u in delivered if u.kind is UpdateKind.SUGGESTIONS]
     assert updates and all(u.context == 3 for u in updates)
     current = [u for u in updates if u.epoch == service.scheduler.epoch(3)]
     assert len(current) == 1 and current[0].reading == "ありがと"
@@ -211,12 +211,12 @@ def test_stale_suggestions_are_dropped(service):
     s = linked(service, 4, delivered)
     press(s, "ari")
     assert service.scheduler.idle(10)
-    (update,) = [u for u in delivered if isinstance(u, SuggestionUpdate)]
+    (update,) = [u for u in delivered if u.kind is UpdateKind.SUGGESTIONS]
     press(s, "<BackSpace>")                         # a newer event
     assert s.apply_live_update(update) is None
     other = dataclasses.replace(update, context=99, epoch=service.scheduler.epoch(4))
     assert s.apply_live_update(other) is None
-    assert s.apply_live_update(LiveUpdate(4, update.epoch, "あり", "x")) is None
+    assert s.apply_live_update(LateUpdate.live(4, update.epoch, "あり", "x")) is None
 
 
 # -- typing without entering the list is unaffected ------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from karukan_engine.conversion.plain import PlainConverter
-from karukan_engine.conversion.scheduler import JobContext
+from karukan_engine.scheduling.scheduler import JobContext
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.core.types import Candidate, ConversionRequest, Segment
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from karukan_engine.conversion.scheduler import JobContext
+from karukan_engine.scheduling.scheduler import JobContext
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.transliteration import script_variants

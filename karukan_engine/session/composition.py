@@ -1,0 +1,161 @@
+"""The text being typed and what is shown for it: the romaji composer, the input mode's script
+(and the Latin word a Shift+letter starts), the live conversion of the settled reading (through
+the stabilizer), the suggestion list, and the request for Space's preparation. The session
+decides when; this part knows how."""
+
+from __future__ import annotations
+
+import logging
+
+from karukan_engine.config import SuggestSettings
+from karukan_engine.conversion.stability import LiveStabilizer
+from karukan_engine.romaji.composer import Composer, Script, reading_of
+from karukan_engine.romaji.modes import InputMode
+from karukan_engine.session.background import BackgroundWork
+from karukan_engine.session.field_context import FieldContext
+from karukan_engine.session.keysyms import LOCK_MASK, SHIFT_MASK
+from karukan_engine.session.segments import LearnPairs
+from karukan_engine.session.states import Composing, SessionState, Suggesting
+from karukan_engine.session.suggestions import SuggestionList
+
+log = logging.getLogger(__name__)
+
+# Longer compositions are refused key by key: no one types this much unconverted, and every
+# key costs time proportional to the length (a stuck key must not freeze the desktop).
+MAX_COMPOSITION_CHARS = 1000
+
+
+class Composition:
+    def __init__(self, composer: Composer, mode: InputMode, live_enabled: bool, stabilizer: LiveStabilizer,
+                 work: BackgroundWork, field: FieldContext, suggest: SuggestSettings) -> None:
+        self.composer = composer
+        self.mode = mode
+        self.temporary_alphanumeric = False   # Shift+letter typed: Latin until the word ends
+        self.live_enabled = live_enabled
+        self.stabilizer = stabilizer          # no flicker while typing
+        self.work = work
+        self.field = field
+        self.suggest = suggest
+        composer.script = mode.script
+
+    def typing_latin(self) -> bool:
+        return self.temporary_alphanumeric or self.mode.is_alphanumeric
+
+    def insert(self, ch: str, modifiers: int) -> bool:
+        """Type one character; False when the composition is too long to take it."""
+        composer = self.composer
+        if len(composer.units) + len(composer.pending) >= MAX_COMPOSITION_CHARS:
+            return False
+        if ch.isascii() and ch.isalpha():
+            if modifiers & LOCK_MASK and not modifiers & SHIFT_MASK:
+                ch = ch.lower()   # Caps Lock alone does not mean "switch to Latin"
+            elif ch.isupper() and not self.mode.is_alphanumeric and not self.temporary_alphanumeric:
+                composer.flush()
+                self.temporary_alphanumeric = True
+                composer.script = Script.HALF_ASCII
+        composer.insert(ch)
+        self.field.typed()
+        return True
+
+    def switch_mode(self, mode: InputMode) -> None:
+        self.composer.flush()
+        self.mode = mode
+        self.temporary_alphanumeric = False
+        self.composer.script = mode.script
+
+    def clear(self) -> None:
+        self.composer.clear()
+        self.stabilizer.reset()
+        self.temporary_alphanumeric = False
+        self.composer.script = self.mode.script
+
+    def edited(self, state: Composing) -> None:
+        """The composition changed: refresh what is shown for it and what is asked for it."""
+        state.as_typed = False
+        self.refresh_live(state)
+        # Completions of the settled reading: from the converter now, or off the key path
+        # through the live link (meanwhile the old items that still fit stay shown).
+        reading = self.suggestion_reading(state)
+        current = state.suggestions
+        if reading is None:
+            state.suggestions = None
+        elif current is None or current.reading != reading or not current.complete:
+            state.suggestions = current.narrowed(reading) if current is not None else None
+            found = self.work.suggestions(self.field.request(reading), self.suggest.count)
+            if found is not None:
+                state.suggestions = SuggestionList.of(reading, found, self.suggest.count)
+        # Ask for the conversion Space would start now, computed off the key path if the user
+        # pauses: not in password fields (nothing is converted there) nor while Space types a
+        # space (Latin words).
+        if not self.field.password and not self.typing_latin() and self.work.can_prepare():
+            flushed = reading_of(self.composer.flushed_text())   # what Space converts (it flushes)
+            if flushed:
+                self.work.prepare(self.field.request(flushed))
+
+    def refresh_live(self, state: SessionState, finished: bool = False) -> None:
+        """Recompute the live conversion of the settled text (all live text goes through here).
+        finished: the composition is being committed (its unfinished tail converts too)."""
+        composing = state.back if isinstance(state, Suggesting) else state
+        if not isinstance(composing, Composing):
+            return
+        composing.live_text = None
+        # Hiragana typing only: in the katakana modes the preedit keeps the script the user chose.
+        if (not self.live_enabled or composing is not state or self.typing_latin()
+                or self.mode is not InputMode.HIRAGANA):
+            return
+        reading = self.composer.settled_reading()
+        if not reading:
+            return
+        try:
+            text = self.work.live_text(self.field.request(reading))
+            composing.live_text = self.stabilizer.choose(reading, text or "", bool(self.composer.pending),
+                                                         finished) or None
+        except Exception as exc:  # a failing converter must not take the keyboard down
+            log.warning("live conversion failed: %s", type(exc).__name__)
+
+    def apply_live(self, state: SessionState, reading: str, text: str) -> bool:
+        """The model's live text for `reading`, if that reading is still the one composed."""
+        if not isinstance(state, Composing) or self.composer.settled_reading() != reading:
+            return False
+        state.live_text = self.stabilizer.choose(reading, text, bool(self.composer.pending))
+        return True
+
+    def apply_suggestions(self, state: SessionState, reading: str, found) -> bool:
+        """The completions of `reading`, if it is still the one to complete; True when the
+        list shown changes."""
+        if not isinstance(state, Composing) or self.suggestion_reading(state) != reading:
+            return False
+        old = state.suggestions
+        state.suggestions = SuggestionList.of(reading, found, self.suggest.count)
+        return (old.items if old else ()) != (state.suggestions.items if state.suggestions else ())
+
+    def suggestion_reading(self, state: SessionState) -> str | None:
+        """The reading to complete, or None when no list may be shown: [suggest] off, a private
+        or password field, not composing hiragana, nothing settled yet."""
+        if (self.work.completer is None or self.field.private or self.field.password
+                or not isinstance(state, Composing) or self.typing_latin() or self.mode is not InputMode.HIRAGANA):
+            return None
+        return self.composer.settled_reading() or None
+
+    def shown_suggestions(self, state: SessionState) -> SuggestionList | None:
+        if isinstance(state, Composing) and state.suggestions is not None and self.suggestion_reading(state):
+            return state.suggestions
+        return None
+
+    def to_commit(self, state: SessionState, learn: bool) -> tuple[str, LearnPairs]:
+        """The composition as shown, to commit: the live text when it is showing, else the kana."""
+        self.composer.flush()
+        text = self.composer.text()
+        if isinstance(state, Composing) and state.shows_live(self.composer):
+            self.refresh_live(state, finished=True)   # the pending keys just settled: convert the whole reading
+            if state.live_text is not None:
+                return state.live_text, ((reading_of(text), state.live_text),) if learn else ()
+        return text, ()
+
+    def typed_keys(self, start: int, reading: str) -> str:
+        """The keys typed for `reading` at `start` of the composition, or its romaji (else the
+        reading) when they cannot be told."""
+        keys = self.composer.keys_for_reading(start, len(reading))
+        if keys is not None:
+            return keys
+        return self.composer.table.romaji_for(reading) or reading
