@@ -83,13 +83,15 @@ def measure(converter, repeats: int) -> dict[str, list[float]]:
 
 
 def dictionary_converter():
-    try:
-        from karukan_engine.lattice.converter import LatticeConverter
+    """What `--no-model` converts with: the lattice and its language model (loaded first)."""
+    from karukan_engine.conversion.factory import ConverterOptions, build_converter
+    from karukan_engine.lattice.converter import LatticeConverter
 
-        return LatticeConverter.load_default()
-    except (ImportError, FileNotFoundError) as exc:
-        print(f"dictionary converter unavailable ({exc}); skipped", file=sys.stderr)
+    converter = build_converter(ConverterOptions(use_model=False))
+    if not isinstance(converter, LatticeConverter):
+        print("dictionary converter unavailable; skipped", file=sys.stderr)
         return None
+    return converter
 
 
 def fused_converter(model_id: str | None = None, fixed_tokens: int | None = None):
