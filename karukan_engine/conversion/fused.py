@@ -809,10 +809,9 @@ def build_fused_converter(base: DictionaryConverter, options: ConverterOptions) 
 
 def bundled_ngram():
     """A LoadHandle of the bundled character n-gram, loading on a thread of its own."""
-    from karukan_engine.lm.char_ngram import BUNDLED, CharNgram
-    from karukan_engine.neural.background import LoadHandle
+    from karukan_engine.lm.bundled import shared_ngram
 
-    return LoadHandle(lambda: CharNgram.load(BUNDLED), name="karukan-ngram-load")
+    return shared_ngram()
 
 
 def _load_default():
