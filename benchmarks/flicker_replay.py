@@ -160,9 +160,7 @@ def main() -> int:
     started = time.perf_counter()
     for name in args.sets.split(","):
         typist = Typist(converter, use_live_service=args.model)
-        stabilizer = getattr(typist.session, "_stabilizer", None)   # absent before the change
-        if stabilizer is not None:
-            stabilizer.enabled = not args.no_stabilize
+        typist.session._typing.stabilizer.enabled = not args.no_stabilize
         totals = {"set": name, "sentences": 0, "flickers": 0, "strict": 0, "rewritten": 0,
                   "exact": 0, "nfkc": 0, "updates": 0, "flickering_sentences": 0}
         for item, keys in pick(name, args.count, args.seed, args.split, table):
@@ -187,7 +185,7 @@ def main() -> int:
         rows.append(totals)
     elapsed = time.perf_counter() - started
 
-    stabilized = not args.no_stabilize and hasattr(Session(converter), "_stabilizer")
+    stabilized = not args.no_stabilize
     print(f"pipeline: {label}; stabilized: {stabilized}; split {args.split}, seed {args.seed}")
     header = (f"{'set':<7}{'sent':>6}{'flick/s':>9}{'strict/s':>10}{'rewr/s':>8}{'flick%':>8}{'exact':>8}{'NFKC':>8}"
               f"{'key p50':>9}{'key p95':>9}")
