@@ -37,7 +37,7 @@ from karukan_engine.lattice.candidate_filter import (
 )
 from karukan_engine.lattice.context import START, ContextAnalyzer
 from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
-from karukan_engine.lattice.lm_paths import LmWeights, ScoredPath, TextScorer, ranked_paths
+from karukan_engine.lattice.lm_paths import MAX_EXPANSIONS, LmWeights, ScoredPath, TextScorer, ranked_paths
 from karukan_engine.lattice.search import SearchSpace
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
 from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
@@ -45,8 +45,7 @@ from karukan_engine.lattice.variants import load_symbols, number_variants, symbo
 from karukan_engine.transliteration import Form, script_variants
 
 SEGMENT_ALTERNATIVES = 20
-# bounds on A* pops: whole-reading N-best, and each segment's alternatives
-MAX_EXPANSIONS = 20000
+# bound on A* pops for each segment's alternatives (the whole reading's: lm_paths.MAX_EXPANSIONS)
 SEGMENT_EXPANSIONS = 200
 # Segment candidates depend only on the span's text, its neighbours' POS ids and the user data,
 # so resizing or re-converting reuses the segments that did not change.

@@ -18,7 +18,7 @@ from typing import Protocol, Sequence
 from karukan_engine.lattice.lattice import Lattice
 from karukan_engine.lattice.search import SearchSpace
 
-# A* pops allowed while collecting the distinct surfaces (the N-best's own bound).
+# A* pops allowed over a whole reading's paths (the judged ones and the candidate list's).
 MAX_EXPANSIONS = 20000
 
 
