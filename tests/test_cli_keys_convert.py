@@ -245,3 +245,17 @@ def test_bounded_lines_yield_short_lines_and_flag_long_ones(lines, limit, final_
     for g, e in zip(got, expected):
         fits = len(e) <= limit + e.endswith("\n")   # the newline may come on top of the limit
         assert g == e if fits else g is None
+
+
+def test_keys_says_a_bad_keymap_once(tmp_path):
+    keymap = tmp_path / "keymap.toml"
+    keymap.write_text('[direct]\n"No_Such_Key" = "toggle_ime"\n', encoding="utf-8")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[session]\nkeymap = "{keymap}"\n', encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "karukan_engine.cli", "keys", "--no-model", "--config",
+                           str(config), "a<Return>"], capture_output=True, text=True, cwd=REPO,
+                          env={"XDG_CONFIG_HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path),
+                               "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("No_Such_Key") == 1, done.stderr
+    assert "commit: あ" in done.stdout

@@ -132,9 +132,7 @@ def run(args: argparse.Namespace) -> int:
         config = replace(config, session=replace(config.session, live_conversion=args.live))
     converter = build_converter(ConverterOptions(use_model=not args.no_model, model_id=args.model,
                                                  require_model=args.model is not None))
-    session = Session(converter, config)
-    for message in session.load_errors:
-        print(f"karukan: warning: {message}", file=sys.stderr)
+    session = Session(converter, config)   # it logs a bad keymap or romaji table once itself
     out = sys.stdout
     for number, (label, keysym, mods) in enumerate(keys, 1):
         view = session.process_key(keysym, mods)
