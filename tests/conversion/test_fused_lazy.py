@@ -57,7 +57,7 @@ class ModelCalls:
     def __init__(self, monkeypatch, fused: FusedConverter, model) -> None:
         self.calls: list[str] = []
         for owner, name in ((fused.slots[0], "greedy"), (model, "beam"), (model, "score_many"),
-                            (fused, "model_candidates")):
+                            (fused.ranking, "model_candidates")):
             real = getattr(owner, name)
             monkeypatch.setattr(owner, name, self._counting(name, real))
 
