@@ -120,7 +120,7 @@ def test_live_text_weighs_only_the_dictionary_and_model_text_without_a_model_sco
     assert fused.live_text.arbitrate(slot, "きょう", "", "今日", "京") == "今日"
     never = FusedConverter(base, [ModelSlot(model, "tiny")], replace(
         SETTINGS, weights=replace(SETTINGS.weights, lattice=0.0, unaligned=0.0, nll=0.0)), system)
-    assert never.model_never_wins() and never.live_refined(req("きょう")) is None
+    assert never.shared.model_never_wins() and never.live_refined(req("きょう")) is None
     assert never.live(req("きょう")) == base.live(req("きょう"))
 
 
