@@ -1,7 +1,7 @@
 """Explicit conversions prepared while the user pauses, kept for the Space that follows.
 
 A preparation runs the whole conversion ahead of Space on a scheduler worker and keeps its
-segments under a key that names everything they depend on (fused.FusedConverter.prepare);
+segments under a key that names everything they depend on (conversion/fused/space_conversion.py);
 `take` hands them to the Space whose key matches. A Space that arrives while the preparation of
 its own key is still running waits for it instead of starting over, up to a limit, and
 `Preparation.stop` keeps such a preparation going although the Space's event superseded it.
