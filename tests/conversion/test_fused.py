@@ -459,7 +459,7 @@ def test_space_does_only_the_model_work_its_budget_allows(base, model, system, m
     top = [c for c in lean.candidates(req(reading), 8) if c.source != "variant"]
     assert calls == {"beam": 1, "score_many": 2}
     # Without the NLL pass no candidate carries an NLL: the path cost alone orders them.
-    costs = [lean.path_cost(reading, c.surface) for c in top]
+    costs = [lean.shared.path_cost(reading, c.surface) for c in top]
     keys = [(cost is None, cost or 0) for cost in costs]
     assert keys == sorted(keys)
 

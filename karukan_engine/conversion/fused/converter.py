@@ -52,6 +52,7 @@ class FusedConverter:
         self.base = base
         self.slots = self.shared.slots
         self.settings = settings
+        self.lexicon = lexicon
         self.aligner = self.shared.aligner
         self.timings = self.shared.timings
         self.cache = self.live_text.cache
