@@ -161,7 +161,7 @@ def main() -> int:
     args = parser.parse_args()
 
     pipeline = load_pipeline(args)
-    slot, model = pipeline.slot, pipeline.model
+    slot = pipeline.slot
     fused = FusedConverter(pipeline.base, [slot], ConversionSettings(), lexicon=pipeline.dictionary)
     sets = load_sets(args.dev, args.limit, docs=not args.no_docs)
 
@@ -172,7 +172,7 @@ def main() -> int:
         evidence = gather_evidence(fused, slot, items)
         rows = []
         for item, found in zip(items, evidence):
-            proposals = fused.model_candidates(slot, model, request_of(item))
+            proposals = fused.ranking.model_candidates(slot, request_of(item))
             rows.append(row_of(item, found, proposals[0].surface if proposals else None))
         fit[name] = [r for r in rows[0::2] if r is not None]
         held[name] = [r for r in rows[1::2] if r is not None]

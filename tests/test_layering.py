@@ -159,3 +159,50 @@ def test_runtime_code_never_imports_test_support(tmp_path):
     victim = copy / "ime_frontend" / "wire.py"
     victim.write_text(victim.read_text(encoding="utf-8") + "\nimport karukan_testing\n", encoding="utf-8")
     assert len(upward_imports(copy)) == 1
+
+
+# Inside the fused converter the arrows run one way too: the parts stand on what they share,
+# the facade (converter.py) on the parts, the factory's entry (build.py) on the facade.
+FUSED = "karukan_engine.conversion.fused"
+FUSED_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("run_options", "shared"),
+    ("live_text", "space_segments"),
+    ("space_ranking", "suggesting"),
+    ("space_conversion",),
+    ("converter",),
+    ("build",),
+    ("__init__",),
+)
+
+
+def fused_layer_of(stem: str) -> int:
+    found = [index for index, names in enumerate(FUSED_LAYERS) if stem in names]
+    if not found:
+        raise LookupError(f"{FUSED}.{stem} is in no declared layer of the fused converter")
+    return found[0]
+
+
+def fused_upward_imports(root: Path) -> list[str]:
+    """Every import inside the fused converter's package of one of its modules above its own."""
+    problems: set[str] = set()   # `from a import b` is named twice (a and a.b)
+    for path in sorted((root / FUSED.replace(".", "/")).glob("*.py")):
+        mine = fused_layer_of(path.stem)
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for line, name in imported_names(module_name(root, path), path.name == "__init__.py", tree):
+            stem = name[len(FUSED) + 1:].split(".")[0] if name.startswith(FUSED + ".") else None
+            if stem is not None and fused_layer_of(stem) > mine:
+                problems.add(f"{path.relative_to(root)}:{line}: {path.stem} imports {stem}")
+    return sorted(problems)
+
+
+def test_the_fused_converters_parts_never_import_the_facade_or_a_later_part():
+    assert fused_upward_imports(ROOT) == []
+
+
+def test_a_planted_import_of_the_facade_by_a_part_is_caught(tmp_path):
+    copy = _copy_tree(tmp_path)
+    victim = copy / "karukan_engine" / "conversion" / "fused" / "shared.py"
+    victim.write_text(victim.read_text(encoding="utf-8")
+                      + "\nfrom karukan_engine.conversion.fused.converter import FusedConverter\n", encoding="utf-8")
+    problems = fused_upward_imports(copy)
+    assert len(problems) == 1 and "shared imports converter" in problems[0], problems

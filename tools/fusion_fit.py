@@ -150,10 +150,9 @@ def request_of(item: EvalItem) -> ConversionRequest:
 def gather_evidence(fused: FusedConverter, slot: ModelSlot, items: Sequence[EvalItem]) -> list[list[Evidence]]:
     """What FusedConverter.candidates ranks, per item: the same base N-best, pool and evidence
     (tests/benchmarks/test_conversion_fused_quality.py checks that ranking it gives exactly its answer)."""
-    model = slot.get()
     evidence = []
     for item in items:
         request = request_of(item)
         base = fused.base.candidates(request, max(N_CANDIDATES, fused.settings.lattice_nbest))
-        evidence.append(fused.evidence(slot, model, request, base))
+        evidence.append(fused.evidence(slot, request, base))
     return evidence

@@ -8,9 +8,10 @@ failed or cancelled conversion is retried next time.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable, Generic, Hashable, TypeVar
+from typing import Callable, Generic, TypeVar
+
+from karukan_engine.core.lru import Lru
 
 V = TypeVar("V")
 
@@ -27,7 +28,7 @@ class ConversionCache(Generic[V]):
         if capacity < 1:
             raise ValueError("cache capacity must be at least 1")
         self.capacity = capacity
-        self._entries: OrderedDict[Hashable, V] = OrderedDict()
+        self._entries: Lru[CacheKey, V] = Lru(capacity)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -38,7 +39,6 @@ class ConversionCache(Generic[V]):
             if value is None:
                 self.misses += 1
                 return None
-            self._entries.move_to_end(key)
             self.hits += 1
             return value
 
@@ -46,22 +46,21 @@ class ConversionCache(Generic[V]):
         if not value:
             return
         with self._lock:
-            self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
+            self._entries.put(key, value)
 
     def discard_if(self, stale: Callable[[CacheKey], bool]) -> int:
         """Drop the entries whose key `stale` accepts; returns how many."""
         with self._lock:
-            keys = [key for key in self._entries if stale(key)]
-            for key in keys:
-                del self._entries[key]
-            return len(keys)
+            return self._entries.discard_if(stale)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+
+    def keys(self) -> list[CacheKey]:
+        """The keys held, least recently used first."""
+        with self._lock:
+            return self._entries.keys()
 
     def __len__(self) -> int:
         with self._lock:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from typing import Any, Callable, Hashable, Sequence
 
 from karukan_engine.conversion.contracts import ModelSource
+from karukan_engine.core.lru import Lru
 from karukan_engine.scheduling.greedy_batcher import GreedyBatcher
 from karukan_engine.neural.generation import Generation
 from karukan_engine.neural.greedy_pool import GreedyJob, GreedyPool
@@ -75,7 +75,7 @@ class ModelSlot:
         self._batcher: GreedyBatcher | None = None
         self._lock = threading.Lock()
         self._failure_logged = False
-        self._memo: OrderedDict[tuple, Generation] = OrderedDict()
+        self._memo: Lru[tuple, Generation] = Lru(greedy_memo)
 
     def get(self):
         """The loaded model, or None while loading or after a failed load."""
@@ -120,9 +120,7 @@ class ModelSlot:
         out, logprob, finished = served.result
         generation = Generation(clean_output(model.tokenizer.decode(out)), tuple(out), logprob, finished)
         with self._lock:
-            self._memo[key] = generation
-            while len(self._memo) > self.greedy_memo:
-                self._memo.popitem(last=False)
+            self._memo.put(key, generation)
         return generation
 
     def remembered_greedy(self, reading: str, context: str = "",
@@ -150,10 +148,7 @@ class ModelSlot:
         if self.fixed_tokens is not None:
             return None   # benchmarks of random-weight models time every decode
         with self._lock:
-            found = self._memo.get(key)
-            if found is not None:
-                self._memo.move_to_end(key)
-            return found
+            return self._memo.get(key)
 
     def last_call_atypical(self) -> bool:
         """True when this thread's last greedy call's time was not the model's service time (the

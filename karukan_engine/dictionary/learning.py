@@ -6,7 +6,7 @@ bounded and evicts by a score that blends recency and frequency.
 A pair is also remembered with its left context (context_key: the last characters before it):
 when the same reading comes after the same context, that context's last choice comes first;
 elsewhere the per-reading order stands. Contexts are bounded and evicted the same way.
-It is saved atomically as JSON; a corrupt file is set aside and the store starts empty. Files
+It is saved atomically as JSON (learning_file.py); a corrupt file is set aside and the store starts empty. Files
 without contexts (written before they existed) load as context-free history.
 Changes are saved in the background once they settle (see saver.py), never on the commit itself;
 flush() or close() write at once (shutdown).
@@ -14,13 +14,13 @@ flush() or close() write at once (shutdown).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from karukan_engine.dictionary.eviction import WeakestFirst
+from karukan_engine.dictionary.learning_file import encoded, good_entry, parse_payload, payload_of, why_unusable
 from karukan_engine.dictionary.learning_merge import merge_into
 from karukan_engine.dictionary.saver import DebouncedSaver
 from karukan_engine.core.user_files import (
@@ -38,7 +38,6 @@ from karukan_engine.core.user_files import (
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1   # "contexts" is an optional key: older versions ignore it, older files lack it
 DEFAULT_MAX_ENTRIES = 10000
 DEFAULT_MAX_CONTEXT_ENTRIES = 10000
 # A choice's context is the last this many characters before it: the end of the previous word
@@ -165,7 +164,7 @@ class LearningStore:
     # -- updates -------------------------------------------------------------------------------
     def record(self, reading: str, surface: str, left_context: str = "") -> None:
         """One committed choice; also under its left context when there is one (context_key)."""
-        if not _good_entry([reading, surface, 1, 0]):   # what the next load would refuse is never kept
+        if not good_entry([reading, surface, 1, 0]):   # what the next load would refuse is never kept
             return
         key = context_key(left_context)
         with self._lock:
@@ -258,13 +257,8 @@ class LearningStore:
                         return False
                     with self._lock:
                         version = self.version
-                        payload = {
-                            "format": FORMAT,
-                            "tick": self._tick,
-                            "entries": [[r, s, u.count, u.last] for (r, s), u in self._uses.items()],
-                            "contexts": [[c, r, s, u.count, u.last] for (c, r, s), u in self._in_context.items()],
-                        }
-                    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+                        payload = payload_of(self._tick, self._uses, self._in_context)
+                    data = encoded(payload)
                     write_atomic(self.path, data)
                     self._disk_stamp = file_stamp(self.path)
             except OSError as exc:
@@ -289,10 +283,9 @@ class LearningStore:
         except OSError as exc:
             return set_aside(self.path, exc.strerror or type(exc).__name__) is not None
         try:
-            tick, uses, in_context, skipped = parse_payload(raw)
+            tick, uses, in_context, skipped = parse_payload(raw, _Use)
         except Exception as exc:   # damaged meanwhile: kept aside whole, this store's copy goes on
-            why = str(exc) if isinstance(exc, (LearningFormatError, json.JSONDecodeError)) else type(exc).__name__
-            return set_aside(self.path, why) is not None
+            return set_aside(self.path, why_unusable(exc)) is not None
         if skipped and keep_copy(self.path, raw, f"{skipped} bad entries") is None:
             return False
         with self._lock:
@@ -345,11 +338,9 @@ class LearningStore:
                 self._read_only = True
             return
         try:
-            tick, uses, in_context, skipped = parse_payload(raw)
+            tick, uses, in_context, skipped = parse_payload(raw, _Use)
         except Exception as exc:   # any damage: syntax, NaN/1e400, nesting (RecursionError), memory
-            # our own messages and JSON's (positions only) quote nothing from the file
-            why = str(exc) if isinstance(exc, (LearningFormatError, json.JSONDecodeError)) else type(exc).__name__
-            if set_aside(self.path, why) is None:
+            if set_aside(self.path, why_unusable(exc)) is None:
                 self._read_only = True
             return
         if skipped and keep_copy(self.path, raw, f"{skipped} bad entries") is None:
@@ -391,69 +382,3 @@ def _unindex(index: dict, group, surface: str) -> None:
         surfaces.discard(surface)
         if not surfaces:
             del index[group]
-
-
-MAX_FIELD_CHARS = 1024   # above the session's longest composition (1000)
-
-
-class LearningFormatError(ValueError):
-    """The learning file parses but is not a learning history (the message quotes nothing)."""
-
-
-def parse_payload(raw: bytes) -> tuple[int, dict[tuple[str, str], _Use], dict[tuple[str, str, str], _Use], int]:
-    """(tick, uses, uses in context, entries skipped) of a learning file; ValueError etc. when
-    the file as a whole is unusable. Entries that are not [reading, surface, count >= 1,
-    last >= 0], and contexts that are not [context, reading, surface, count >= 1, last >= 0],
-    are skipped. A file without "contexts" (an older one) has none."""
-    payload = json.loads(raw.decode("utf-8"))   # NaN, Infinity, 1e400 come as floats: never counts
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise LearningFormatError("not a format 1 learning history")
-    tick, entries, contexts = payload.get("tick"), payload.get("entries"), payload.get("contexts", [])
-    if type(tick) is not int or tick < 0 or not isinstance(entries, list) or not isinstance(contexts, list):
-        raise LearningFormatError("its tick, entries or contexts are not usable")
-    uses: dict[tuple[str, str], _Use] = {}
-    in_context: dict[tuple[str, str, str], _Use] = {}
-    skipped = 0
-    for entry in entries:
-        if not _good_entry(entry):
-            skipped += 1
-            continue
-        reading, surface, count, last = entry
-        uses[(reading, surface)] = _Use(count, last)
-        tick = max(tick, last)
-    for entry in contexts:
-        if not (isinstance(entry, list) and len(entry) == 5 and _good_context(entry[0])
-                and (_good_counts(entry[3], entry[4]) if _known_pair(entry, uses) else _good_entry(entry[1:]))):
-            skipped += 1
-            continue
-        key, reading, surface, count, last = entry
-        in_context[(key, reading, surface)] = _Use(count, last)
-        tick = max(tick, last)
-    return tick, uses, in_context, skipped
-
-
-def _known_pair(entry: list, uses: dict) -> bool:
-    """Whether a context entry's (reading, surface) is an entry already checked (most are: the
-    strings need no second check, which halves the load time of a full file)."""
-    pair = (entry[1], entry[2])
-    try:
-        return pair in uses
-    except TypeError:   # an unhashable field (a list): not an entry that passed
-        return False
-
-
-def _good_counts(count: object, last: object) -> bool:
-    return type(count) is int and type(last) is int and 0 < count < 2**53 and 0 <= last < 2**53
-
-
-def _good_context(key: object) -> bool:
-    return isinstance(key, str) and 0 < len(key) <= MAX_FIELD_CHARS and not has_control_chars(key)
-
-
-def _good_entry(entry: object) -> bool:
-    if not isinstance(entry, list) or len(entry) != 4:
-        return False
-    reading, surface, count, last = entry
-    return (isinstance(reading, str) and isinstance(surface, str)
-            and 0 < len(reading) <= MAX_FIELD_CHARS and 0 < len(surface) <= MAX_FIELD_CHARS
-            and not has_control_chars(reading) and not has_control_chars(surface) and _good_counts(count, last))

@@ -12,13 +12,13 @@ candidates(): N-best whole-reading paths, deduplicated by surface (led by live()
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Callable, Sequence
 
 from karukan_engine.core.candidates import unique_surfaces
+from karukan_engine.core.lru import Lru
 from karukan_engine.core.types import Candidate, ConversionRequest, LazyCandidates, Segment, Source
 from karukan_engine.dictionary.learning import LearningStore, context_key
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
@@ -91,8 +91,8 @@ class LatticeConverter:
         self.context = ContextAnalyzer(dictionary)
         self.use_context = True   # the first word connects to the end of request.left_context
         self._lock = threading.Lock()
-        self._cache: OrderedDict[tuple, _Analysis] = OrderedDict()
-        self._segment_cache: OrderedDict[tuple, tuple[Candidate, ...]] = OrderedDict()
+        self._cache: Lru[tuple, _Analysis] = Lru(ANALYSIS_CACHE_SIZE)
+        self._segment_cache: Lru[tuple, tuple[Candidate, ...]] = Lru(SEGMENT_CACHE_SIZE)
 
     @classmethod
     def load_default(cls, directory: Path = DEFAULT_DIR,
@@ -133,16 +133,13 @@ class LatticeConverter:
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
-                self._cache.move_to_end(key)
                 return found
         lattice = self.builder.build(request.reading, cuts)
         space = SearchSpace(lattice, self.dictionary, 0, len(request.reading), bos_choices=start)
         ranked = ranked_paths(lattice, space, scorer, request.left_context, self.lm_weights)
         analysis = _Analysis(lattice, space, cuts, ranked)
         with self._lock:
-            self._cache[key] = analysis
-            while len(self._cache) > ANALYSIS_CACHE_SIZE:
-                self._cache.popitem(last=False)
+            self._cache.put(key, analysis)
         return analysis
 
     # -- Converter protocol --------------------------------------------------------------------
@@ -247,13 +244,10 @@ class LatticeConverter:
             key = (reading[lo:hi], left, eos_lid, best, versions)
             with self._lock:
                 candidates = self._segment_cache.get(key)
-                if candidates is not None:
-                    self._segment_cache.move_to_end(key)
-                else:
-                    candidates = self._segment_cache[key] = LazyCandidates(
+                if candidates is None:
+                    candidates = LazyCandidates(
                         best, partial(self._segment_candidates, lattice, lo, hi, left, eos_lid, best))
-                    while len(self._segment_cache) > SEGMENT_CACHE_SIZE:
-                        self._segment_cache.popitem(last=False)
+                    self._segment_cache.put(key, candidates)
             segments.append(Segment(reading[lo:hi], candidates))
         return segments
 

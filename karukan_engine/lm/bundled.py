@@ -30,10 +30,12 @@ def shared_ngram(path: Path = BUNDLED) -> LoadHandle:
 
 class LoadedNgram:
     """Called for the n-gram: the model once it has loaded, None while it loads or when it
-    failed to (said once in the log: a missing or damaged file leaves the dictionary alone)."""
+    failed to (said once in the log: a missing or damaged file leaves its user without it;
+    `without` says what that user then does)."""
 
-    def __init__(self, handle: LoadHandle) -> None:
+    def __init__(self, handle: LoadHandle, without: str = "the dictionary converts alone") -> None:
         self.handle = handle
+        self.without = without
         self._told = False
 
     def __call__(self) -> CharNgram | None:
@@ -41,5 +43,9 @@ class LoadedNgram:
             return self.handle.wait(0)
         if self.handle.done() and not self._told:
             self._told = True
-            log.warning("character n-gram unavailable (%s); the dictionary converts alone", self.handle.error)
+            log.warning("character n-gram unavailable (%s); %s", self.handle.error, self.without)
         return None
+
+    def failed(self) -> bool:
+        """True once loading ended without a model."""
+        return self.handle.done() and not self.handle.ready()

@@ -20,6 +20,7 @@ from typing import AbstractSet, Callable, Hashable, Sequence
 
 import numpy as np
 
+from karukan_engine.core.lru import Lru
 from karukan_engine.neural.errors import InferenceError
 from karukan_engine.neural.logprob import argmax_logprob
 from karukan_engine.neural.runtime import LLAMA_MAX_SEQ, ContextSize, LlamaContext, LlamaModel
@@ -175,7 +176,7 @@ class GreedyPool:
         self._ctx: LlamaContext | None = None
         self._seqs: list[_Memory] = [EMPTY] * self.slots
         self._owners: OrderedDict[Hashable, int] = OrderedDict()  # least recently used first
-        self._saved: OrderedDict[Hashable, tuple[bytes, _Memory]] = OrderedDict()
+        self._saved: Lru[Hashable, tuple[bytes, _Memory]] = Lru(SAVED_STATES)
         # What the last call did (tests, benchmarks); summed over its jobs.
         self.decoded_tokens = 0  # tokens sent to llama_decode, rejected draft tokens included
         self.decode_calls = 0
@@ -390,7 +391,4 @@ class GreedyPool:
         written = int(lib.llama_state_seq_get_data(ctx.ptr, buffer, size, seq))
         if written <= 0:
             return
-        self._saved[owner] = (bytes(buffer[:written]), memory)
-        self._saved.move_to_end(owner)
-        while len(self._saved) > SAVED_STATES:
-            self._saved.popitem(last=False)
+        self._saved.put(owner, (bytes(buffer[:written]), memory))

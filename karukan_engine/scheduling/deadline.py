@@ -18,7 +18,7 @@ import math
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Hashable, Sequence
 
 # (stage name, units of work in that stage), e.g. ("prefill", 12) or ("decode/1", 9).
 Plan = Sequence[tuple[str, float]]
@@ -26,7 +26,7 @@ Plan = Sequence[tuple[str, float]]
 
 @dataclass(frozen=True)
 class Option:
-    name: str           # e.g. "model", "light", "dictionary"
+    name: Hashable      # e.g. a model id ("main", "light") or an explicit conversion's plan
     plan: tuple[tuple[str, float], ...] = field(default_factory=tuple)
 
 
@@ -82,7 +82,7 @@ class BudgetChooser:
     def __init__(self, timings: StageTimings, retry_after: int = 50) -> None:
         self.timings = timings
         self.retry_after = retry_after
-        self._refusals: dict[str, int] = {}
+        self._refusals: dict[Hashable, int] = {}
         self._lock = threading.Lock()
 
     def choose(self, options: Sequence[Option], budget_s: float) -> Option | None:

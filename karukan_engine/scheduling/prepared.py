@@ -1,7 +1,7 @@
 """Explicit conversions prepared while the user pauses, kept for the Space that follows.
 
 A preparation runs the whole conversion ahead of Space on a scheduler worker and keeps its
-segments under a key that names everything they depend on (fused.FusedConverter.prepare);
+segments under a key that names everything they depend on (conversion/fused/space_conversion.py);
 `take` hands them to the Space whose key matches. A Space that arrives while the preparation of
 its own key is still running waits for it instead of starting over, up to a limit, and
 `Preparation.stop` keeps such a preparation going although the Space's event superseded it.
@@ -10,9 +10,9 @@ its own key is still running waits for it instead of starting over, up to a limi
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Callable, Hashable, Sequence
 
+from karukan_engine.core.lru import Lru
 from karukan_engine.core.types import Segment
 
 # Conversions kept: one per context that paused lately (a Space converts what was prepared last).
@@ -51,7 +51,7 @@ class PreparedConversions:
         if capacity < 1:
             raise ValueError("capacity must be positive")
         self.capacity = capacity
-        self._done: OrderedDict[Hashable, tuple[Segment, ...]] = OrderedDict()
+        self._done: Lru[Hashable, tuple[Segment, ...]] = Lru(capacity)
         self._running: dict[Hashable, Preparation] = {}
         self._lock = threading.Lock()
         # For benchmarks and tests: Spaces answered from a preparation or not, preparations
@@ -70,11 +70,8 @@ class PreparedConversions:
         with self._lock:
             self._running.pop(preparation.key, None)
             preparation.segments = tuple(segments)
-            self._done[preparation.key] = preparation.segments
-            self._done.move_to_end(preparation.key)
+            self._done.put(preparation.key, preparation.segments)
             self.finished += 1
-            while len(self._done) > self.capacity:
-                self._done.popitem(last=False)
         preparation.ended.set()
 
     def abandon(self, preparation: Preparation) -> None:
@@ -89,7 +86,6 @@ class PreparedConversions:
         done = self._done.get(key)
         if done is None:
             return None
-        self._done.move_to_end(key)
         self.hits += 1
         return list(done)
 

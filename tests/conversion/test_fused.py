@@ -9,7 +9,8 @@ pytest.importorskip("llama_cpp")
 
 from karukan_engine.conversion.chunking import chunk_left_context, split_chunks  # noqa: E402
 from karukan_engine.conversion.factory import ConverterOptions, build_converter  # noqa: E402
-from karukan_engine.conversion.fused import LIVE_NBEST, FusedConverter, build_fused_converter  # noqa: E402
+from karukan_engine.conversion.fused import FusedConverter, build_fused_converter  # noqa: E402
+from karukan_engine.conversion.fused.live_text import LIVE_NBEST  # noqa: E402
 from karukan_engine.live.live_service import LiveService  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
 from karukan_engine.scheduling.scheduler import Cancelled, JobContext, Priority  # noqa: E402
@@ -79,11 +80,11 @@ def expected_live(fused, model, reading, context=""):
     for chunk in split_chunks(reading, SETTINGS.chunk_limits):
         lctx = chunk_left_context(context, done, SETTINGS.context_chars)
         if chunk.japanese:
-            text = model.greedy(chunk.text, lctx, max_new=fused.max_new_for(chunk.text)).text
+            text = model.greedy(chunk.text, lctx, max_new=fused.shared.max_new_for(chunk.text)).text
             dictionary = fused.base.live(req(chunk.text, lctx))
             if not text or any(not ch.isprintable() or ch == "\ufffd" for ch in text):
                 text = None
-            text = fused._arbitrate(fused.slots[0], chunk.text, lctx, dictionary, text)
+            text = fused.live_text.arbitrate(fused.slots[0], chunk.text, lctx, dictionary, text)
         else:
             text = fused.base.live(req(chunk.text, lctx))
         done.append(text)
@@ -107,19 +108,19 @@ def test_live_text_is_the_models_only_where_the_fused_score_prefers_it(base, mod
         assert len(pool) > 2
         nll = model.score_many(reading, "", pool)
         best = min(range(len(pool)), key=lambda i: (nll[i], i))
-        assert fused._arbitrate(slot, reading, "", a, b) == pool[best]
+        assert fused.live_text.arbitrate(slot, reading, "", a, b) == pool[best]
 
 
 def test_live_text_weighs_only_the_dictionary_and_model_text_without_a_model_score(base, model, system):
     no_score = replace(SETTINGS, weights=replace(SETTINGS.weights, lattice=1.0, unaligned=8.0, nll=0.0))
     fused = FusedConverter(base, [ModelSlot(model, "tiny")], no_score, system)
     slot = fused.slots[0]
-    assert fused._arbitrate(slot, "きょう", "", "今日", None) == "今日"
+    assert fused.live_text.arbitrate(slot, "きょう", "", "今日", None) == "今日"
     # 京 has a path in the dictionary but costs more than the dictionary's own text.
-    assert fused._arbitrate(slot, "きょう", "", "今日", "京") == "今日"
+    assert fused.live_text.arbitrate(slot, "きょう", "", "今日", "京") == "今日"
     never = FusedConverter(base, [ModelSlot(model, "tiny")], replace(
         SETTINGS, weights=replace(SETTINGS.weights, lattice=0.0, unaligned=0.0, nll=0.0)), system)
-    assert never.model_never_wins() and never.live_refined(req("きょう")) is None
+    assert never.shared.model_never_wins() and never.live_refined(req("きょう")) is None
     assert never.live(req("きょう")) == base.live(req("きょう"))
 
 
@@ -139,7 +140,7 @@ def test_learning_beats_the_model_in_live_conversion(fused):
     fused.live(req("きょう"))
     fused.live(req("かいぎ"))
     fused.record([("きょう", "京")])
-    readings = {k.reading for k in fused.cache._entries}
+    readings = {k.reading for k in fused.cache.keys()}
     assert "かいぎ" in readings and "きょう" not in readings   # only what learning changes goes
     assert fused.live(req("きょう")) == "京"
 
@@ -151,9 +152,9 @@ def test_a_learned_word_inside_a_chunk_does_not_freeze_its_live_text(fused, base
     fused.record([("ですね", "ですね")])
     top = base.candidates(req("いいてんきですね"), 1)[0]
     assert top.source == "learning" and top.surface.endswith("ですね")   # the path holds the learned word
-    assert fused._learned_best("いいてんきですね", "") is None
+    assert fused.live_text.learned_best("いいてんきですね", "") is None
     fused.record([("いいてんきですね", "いい天気ですね")])
-    assert fused._learned_best("いいてんきですね", "") == "いい天気ですね"
+    assert fused.live_text.learned_best("いいてんきですね", "") == "いい天気ですね"
 
 
 def test_explicit_candidates_merge_model_and_dictionary(fused, model, base):
@@ -174,8 +175,8 @@ def test_without_a_model_say_the_model_runs_only_when_its_candidates_can_show(ba
     dictionary = [c for c in base.candidates(req(reading), 10) if c.source != "variant"]
     full = never.candidates(req(reading), 10)
     calls = []
-    real = never.model_candidates
-    monkeypatch.setattr(never, "model_candidates", lambda *a, **kw: calls.append(a) or real(*a, **kw))
+    real = never.ranking.model_candidates
+    monkeypatch.setattr(never.ranking, "model_candidates", lambda *a, **kw: calls.append(a) or real(*a, **kw))
     # The dictionary's candidates fill the places asked for: the model cannot show there.
     assert never.candidates(req(reading), len(dictionary)) == full[:len(dictionary)] and not calls
     # More places than the dictionary fills: the model's candidates follow its, as before.
@@ -202,7 +203,7 @@ def test_convert_segments_spell_the_best_candidate(fused):
 
 
 def test_segments_offer_the_other_candidates_cut_at_the_same_place(fused):
-    from karukan_engine.conversion.fused import _surface_offsets
+    from karukan_engine.conversion.fused.space_segments import surface_offsets
 
     offered = 0
     for reading in READINGS:
@@ -212,7 +213,7 @@ def test_segments_offer_the_other_candidates_cut_at_the_same_place(fused):
         for seg in segments:
             starts.append(starts[-1] + len(seg.reading))
         for other in [c for c in ranked[1:6] if c.source != "variant"]:
-            cuts = _surface_offsets(fused.alignment(reading, other.surface))
+            cuts = surface_offsets(fused.shared.alignment(reading, other.surface))
             for seg, lo, hi in zip(segments, starts, starts[1:]):
                 if lo in cuts and hi in cuts:
                     assert other.surface[cuts[lo]:cuts[hi]] in [c.surface for c in seg.candidates]
@@ -227,7 +228,7 @@ def test_resized_segments_keep_the_users_boundaries(fused):
 
 def test_deadline_fallback_keeps_the_dictionary_text(fused):
     request = req("とうきょうとにいく")
-    stage = fused.greedy_stage(fused.slots[0])
+    stage = fused.live_text.greedy_stage(fused.slots[0])
     for _ in range(5):
         fused.timings.observe(stage, 1.0, units=1)   # the model looks far too slow
     tight = JobContext("s", 0, Priority.LIVE, deadline=time.monotonic() + 0.01)
@@ -276,12 +277,12 @@ def test_verify_keeps_a_draft_the_model_agrees_with(model, system):
 
 
 def test_broken_model_text_is_never_shown():
-    from karukan_engine.conversion.fused import _presentable
+    from karukan_engine.conversion.fused.live_text import presentable
 
-    assert _presentable("今日は　晴れ")
-    assert not _presentable("")
-    assert not _presentable("治\ufffd")
-    assert not _presentable("火\x1a")
+    assert presentable("今日は　晴れ")
+    assert not presentable("")
+    assert not presentable("治\ufffd")
+    assert not presentable("火\x1a")
 
 
 def test_keys_queue_no_refinement_when_the_weights_give_the_model_no_say(base, fused, model, system):
@@ -325,7 +326,7 @@ def test_factory_builds_the_fused_pipeline_from_a_model_path(model_dir, tmp_path
     monkeypatch.setenv("KARUKAN_CONFIG", str(tmp_path / "config.toml"))   # defaults, hermetic
     converter = build_converter(ConverterOptions(model_id=str(model_dir)))
     assert isinstance(converter, FusedConverter)
-    assert converter.ready_slots()
+    assert converter.shared.ready_slots()
     assert converter.live(req(READINGS[0]))
     converter.close()
 
@@ -352,7 +353,7 @@ def test_a_late_main_model_hands_live_conversion_to_the_light_one(base, model, s
         ctx = JobContext("s", 0, Priority.LIVE, deadline=time.monotonic() + 0.5)
         refined = fused.live_refined(req("とうきょうへいく"), ctx)
         assert refined is not None
-        tiers = {key.model_id for key in fused.cache._entries}
+        tiers = {key.model_id for key in fused.cache.keys()}
         assert "light" in tiers and "main" not in tiers
         assert fused.live_quick(req("とうきょうへいく")) == refined   # the light text stays shown
     finally:
@@ -388,7 +389,7 @@ def test_the_ngram_decides_between_homophones_after_the_context(base, model, sys
         top = fused.candidates(req("きかいを"), 5)[0].surface
         assert top.startswith(expected), top
         assert fused.live(req("きかいを")).startswith(expected)
-        evidence = fused.evidence(fused.slots[0], model, req("きかいを"), base.candidates(req("きかいを"), 10))
+        evidence = fused.evidence(fused.slots[0], req("きかいを"), base.candidates(req("きかいを"), 10))
         assert all(e.lm is not None and e.lm <= 0 for e in evidence if e.candidate.source != "variant")
 
 
@@ -431,7 +432,7 @@ def _counting(model, monkeypatch):
 
 
 def test_space_does_only_the_model_work_its_budget_allows(base, model, system, monkeypatch):
-    from karukan_engine.conversion.fused import SPACE_BEAM, SPACE_GREEDY, SPACE_SCORE
+    from karukan_engine.conversion.fused.space_ranking import SPACE_BEAM, SPACE_GREEDY, SPACE_SCORE
 
     weights = replace(SETTINGS.weights, lattice=1.0, nll=0.0, nll_total=0.05, ngram=0.0, margin=0.0)
     reading = "かいぎの"     # one chunk: no live text of earlier chunks (which has its own NLL pass)
@@ -458,7 +459,7 @@ def test_space_does_only_the_model_work_its_budget_allows(base, model, system, m
     top = [c for c in lean.candidates(req(reading), 8) if c.source != "variant"]
     assert calls == {"beam": 1, "score_many": 2}
     # Without the NLL pass no candidate carries an NLL: the path cost alone orders them.
-    costs = [lean.path_cost(reading, c.surface) for c in top]
+    costs = [lean.shared.path_cost(reading, c.surface) for c in top]
     keys = [(cost is None, cost or 0) for cost in costs]
     assert keys == sorted(keys)
 
@@ -489,7 +490,7 @@ def test_batch_commands_get_all_of_the_model_work(model_dir, tmp_path, monkeypat
 
 
 def test_the_engine_service_measures_the_space_stages_before_the_first_space(model_dir, tmp_path, monkeypatch):
-    from karukan_engine.conversion.fused import SPACE_BEAM, SPACE_SCORE
+    from karukan_engine.conversion.fused.space_ranking import SPACE_BEAM, SPACE_SCORE
 
     monkeypatch.setenv("KARUKAN_CONFIG", str(tmp_path / "config.toml"))
     budgeted = ConversionSettings(space_budget_ms=100.0)

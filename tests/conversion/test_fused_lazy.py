@@ -39,7 +39,7 @@ def fused_converter(system, model, tmp_path, conversion: ConversionSettings) -> 
 def session_for(fused: FusedConverter) -> Session:
     # Live conversion only where the model has no say: elsewhere the tiny model would refine
     # every typed key synchronously (no scheduler here), which Space does not need.
-    live = fused.model_never_wins()
+    live = fused.shared.model_never_wins()
     return Session(fused, Config(session=SessionSettings(live_conversion=live),
                                  learning=LearningSettings(enabled=False)))
 
@@ -57,7 +57,7 @@ class ModelCalls:
     def __init__(self, monkeypatch, fused: FusedConverter, model) -> None:
         self.calls: list[str] = []
         for owner, name in ((fused.slots[0], "greedy"), (model, "beam"), (model, "score_many"),
-                            (fused, "model_candidates")):
+                            (fused.ranking, "model_candidates")):
             real = getattr(owner, name)
             monkeypatch.setattr(owner, name, self._counting(name, real))
 
@@ -90,7 +90,7 @@ def test_space_builds_only_the_focused_segments_list(system, model, tmp_path, mo
 
 def test_space_asks_the_model_nothing_when_the_weights_give_it_no_say(system, model, tmp_path, monkeypatch):
     fused = fused_converter(system, model, tmp_path, NO_SAY)
-    assert fused.model_never_wins()
+    assert fused.shared.model_never_wins()
     session = session_for(fused)
     counted = ModelCalls(monkeypatch, fused, model)
     keys(session, "kyouhaiitenkidesune")

@@ -200,7 +200,7 @@ def test_a_choice_learned_after_preparing_is_honoured(attached, monkeypatch):
     reading = "きょうはいいてんきですね"
     a.keys("kyouhaiitenkidesune")
     a.settle()
-    prepared_text = text_of(fused.prepared.take(fused.prepared_key(ConversionRequest(reading, learn=True)), 0))
+    prepared_text = text_of(fused.prepared.take(fused.space.prepared_key(ConversionRequest(reading, learn=True)), 0))
     chosen = "きょうは良い天気ですね"
     assert chosen != prepared_text
     fused.record([(reading, chosen)])           # e.g. committed in another window meanwhile

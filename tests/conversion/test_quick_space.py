@@ -16,7 +16,8 @@ pytest.importorskip("llama_cpp")
 
 from ime_frontend.contexts import EngineCore  # noqa: E402
 from karukan_engine.config import Config, LearningSettings, SessionSettings  # noqa: E402
-from karukan_engine.conversion.fused import LEAN_PLAN, FusedConverter  # noqa: E402
+from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
+from karukan_engine.conversion.fused.run_options import RunOptions, SpacePlan  # noqa: E402
 from karukan_engine.live.live_service import LateUpdate, UpdateKind  # noqa: E402
 from karukan_engine.scheduling.prepared import PreparedConversions  # noqa: E402
 from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
@@ -94,7 +95,7 @@ def test_the_tiny_model_changes_the_conversion_of_these_readings(reference):
     # What the tests below rely on: otherwise they would prove nothing about the update.
     for reading in DIFFERING:
         request = ConversionRequest(reading)
-        assert text_of(reference._converted(request, plan=LEAN_PLAN)) != text_of(reference.convert(request))
+        assert text_of(reference.space.converted(request, RunOptions(plan=SpacePlan.LEAN))) != text_of(reference.convert(request))
 
 
 @pytest.mark.parametrize("reading", DIFFERING)
@@ -104,7 +105,7 @@ def test_space_shows_the_lean_conversion_then_the_models(driven, reference, read
     d.keys(romaji(reading))
     d.settle()
     view = d.keys("<space>")
-    lean, full = reference._converted(request, plan=LEAN_PLAN), reference.convert(request)
+    lean, full = reference.space.converted(request, RunOptions(plan=SpacePlan.LEAN)), reference.convert(request)
     assert d.session.state is State.CONVERSION and preedit(view) == text_of(lean)
     assert d.arrived.wait(TIMEOUT_S)
     update = d.updates[-1]
@@ -189,7 +190,7 @@ def test_the_refinement_is_the_conversion_space_would_wait_for(reference, system
     request = ConversionRequest(reading, context)
     fused = fused_converter(system, model, tmp_path_factory.mktemp("quick"), QUICK)
     quick, final = fused.convert_quick(request)
-    assert listed(quick) == listed(reference._converted(request, plan=LEAN_PLAN)) and not final
+    assert listed(quick) == listed(reference.space.converted(request, RunOptions(plan=SpacePlan.LEAN))) and not final
     assert listed(fused.refined_conversion(request)) == listed(reference.convert(request))
 
 
@@ -209,20 +210,20 @@ def test_a_space_during_the_preparation_shows_its_lean_stage(driven, reference, 
     d = driven(ConversionSettings(chunk_chars=8, space_budget_ms=LONG_BUDGET_MS))
     fused = d.service.converter
     reached, release = threading.Event(), threading.Event()
-    real = fused.model_candidates
+    real = fused.ranking.model_candidates
 
-    def held(slot, model, request, beam=True, greedy=True, stop=None):
-        if stop is not None and beam and request.reading == "あめ":   # its preparation's full stage: hold it
+    def held(slot, request, beam=True, greedy=True, run=RunOptions()):
+        if run.should_stop is not None and beam and request.reading == "あめ":   # its preparation's full stage: hold it
             reached.set()
             release.wait(TIMEOUT_S)
-        return real(slot, model, request, beam, greedy, stop)
+        return real(slot, request, beam, greedy, run)
 
-    monkeypatch.setattr(fused, "model_candidates", held)
+    monkeypatch.setattr(fused.ranking, "model_candidates", held)
     d.keys(romaji("あめ"))
     assert reached.wait(TIMEOUT_S)                   # the lean stage is done, the full one waits
     view = d.keys("<space>")
     request = ConversionRequest("あめ")
-    assert preedit(view) == text_of(reference._converted(request, plan=LEAN_PLAN))
+    assert preedit(view) == text_of(reference.space.converted(request, RunOptions(plan=SpacePlan.LEAN)))
     release.set()
     assert d.arrived.wait(TIMEOUT_S)
     assert listed(list(d.updates[-1].segments)) == listed(reference.convert(request))
@@ -264,5 +265,5 @@ def test_the_host_shows_the_models_conversion_as_a_later_view(system, reference,
         core.close()
     request = ConversionRequest("あめ")
     later = [v for v in views if v.candidates is not None]
-    assert preedit(space) == text_of(reference._converted(request, plan=LEAN_PLAN))
+    assert preedit(space) == text_of(reference.space.converted(request, RunOptions(plan=SpacePlan.LEAN)))
     assert later and preedit(later[-1]) == text_of(reference.convert(request))

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("llama_cpp")
 
 from karukan_engine.config import Config, SessionSettings  # noqa: E402
-from karukan_engine.conversion import fused as fused_module  # noqa: E402
+from karukan_engine.conversion.fused import suggesting  # noqa: E402
 from karukan_engine.core.types import Completion, ConversionRequest, Source  # noqa: E402
 from karukan_engine.dictionary.system import DEFAULT_DIR  # noqa: E402
 from karukan_engine.lm.char_ngram import BUNDLED  # noqa: E402
@@ -38,7 +38,7 @@ def fused(model, system, tmp_path_factory):
 def expected_continuation(fused, request: ConversionRequest) -> Completion | None:
     text = fused.live_quick(request)
     found = Continuer(fused.ngram.wait(0)).continuations(text, request.left_context, limit=1)
-    if not found or found[0].probability < fused_module.CONTINUATION_MIN_P:
+    if not found or found[0].probability < suggesting.CONTINUATION_MIN_P:
         return None
     return Completion(text + found[0].text, source=Source.MODEL, reading=request.reading + found[0].text)
 
@@ -60,7 +60,7 @@ def test_a_sure_continuation_follows_the_learned_completions(fused):
 
 
 def test_an_unsure_continuation_is_not_offered(fused, monkeypatch):
-    monkeypatch.setattr(fused_module, "CONTINUATION_MIN_P", 1.01)
+    monkeypatch.setattr(suggesting, "CONTINUATION_MIN_P", 1.01)
     for reading in READINGS:
         assert fused.continuations(ConversionRequest(reading)) == []
 

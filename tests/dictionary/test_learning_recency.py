@@ -196,7 +196,7 @@ def test_the_last_choice_leads_the_fused_ranking_whatever_the_weights(system, tm
             assert fused.candidates(ConversionRequest("きょうは"), 3)[0].surface == surface
         # a reading never chosen as a whole keeps the model's say
         unlearned = ConversionRequest("きょうはいいてんき")
-        assert fused.candidates(unlearned, 3) == fused._reranked(
-            fused.slots[0], model, unlearned, base.candidates(unlearned, 10), 3)[:3]
+        assert fused.candidates(unlearned, 3) == fused.ranking.reranked(
+            fused.slots[0], unlearned, base.candidates(unlearned, 10), 3)[:3]
     finally:
         model.close()

@@ -219,7 +219,7 @@ def test_the_comparison_scores_a_recorded_fixture(system):
 # -- the fused pipeline's list for a segment ------------------------------------------------------
 
 def test_the_fused_list_keeps_the_dictionarys_order_and_takes_in_what_its_page_lacks():
-    from karukan_engine.conversion.fused import segment_list
+    from karukan_engine.conversion.fused.space_segments import segment_list
     from karukan_engine.core.types import Candidate, Source
 
     def c(surface, source=Source.DICTIONARY):
@@ -238,7 +238,7 @@ def test_the_fused_list_keeps_the_dictionarys_order_and_takes_in_what_its_page_l
 @given(st.lists(st.sampled_from(["雨", "天", "飴", "あめ", "アメ", "亜目", "編め", "在目"]), unique=True, max_size=8),
        st.lists(st.sampled_from(["雨", "天", "飴", "あめ", "アメ", "亜目", "編め", "在目"]), unique=True, max_size=5))
 def test_the_fused_list_keeps_the_best_first_and_loses_nothing(listed, others):
-    from karukan_engine.conversion.fused import segment_list
+    from karukan_engine.conversion.fused.space_segments import segment_list
     from karukan_engine.core.types import Candidate
 
     best = Candidate("雨")

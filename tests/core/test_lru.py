@@ -1,0 +1,91 @@
+"""The one LRU behind every cache: it keeps what a dict with least-recently-used eviction keeps."""
+
+import pytest
+from hypothesis import given, strategies as st
+
+from karukan_engine.core.lru import Lru
+
+KEYS = st.integers(0, 7)
+OPERATIONS = st.lists(st.one_of(
+    st.tuples(st.just("put"), KEYS, st.integers()),
+    st.tuples(st.just("get"), KEYS, st.none()),
+    st.tuples(st.just("pop"), KEYS, st.none()),
+    st.tuples(st.just("discard_odd"), st.none(), st.none()),
+), max_size=60)
+
+
+class Reference:
+    """A plain dict and a recency list, written the slow obvious way."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity, self.values, self.order = capacity, {}, []
+
+    def touch(self, key) -> None:
+        if key in self.order:
+            self.order.remove(key)
+        self.order.append(key)
+
+    def put(self, key, value) -> None:
+        self.values[key] = value
+        self.touch(key)
+        while len(self.order) > self.capacity:
+            del self.values[self.order.pop(0)]
+
+    def get(self, key):
+        if key not in self.values:
+            return "absent"
+        self.touch(key)
+        return self.values[key]
+
+    def pop(self, key):
+        if key not in self.values:
+            return "absent"
+        self.order.remove(key)
+        return self.values.pop(key)
+
+    def discard_odd(self) -> int:
+        odd = [key for key in self.order if key % 2]
+        for key in odd:
+            self.order.remove(key)
+            del self.values[key]
+        return len(odd)
+
+
+@given(st.integers(0, 5), OPERATIONS)
+def test_it_behaves_like_a_dict_with_lru_eviction_and_never_exceeds_its_bound(capacity, operations):
+    lru, reference = Lru(capacity), Reference(capacity)
+    for name, key, value in operations:
+        if name == "put":
+            lru.put(key, value)
+            reference.put(key, value)
+        elif name == "get":
+            assert lru.get(key, "absent") == reference.get(key)
+        elif name == "pop":
+            assert lru.pop(key, "absent") == reference.pop(key)
+        else:
+            assert lru.discard_if(lambda k: k % 2 == 1) == reference.discard_odd()
+        assert len(lru) <= capacity
+        assert lru.keys() == reference.order          # same entries, same recency order
+        assert all(k in lru for k in reference.order)
+
+
+def test_a_stored_none_is_told_from_a_missing_key():
+    lru = Lru(2)
+    lru.put("nothing aligns", None)
+    missing = object()
+    assert lru.get("nothing aligns", missing) is None
+    assert lru.get("never stored", missing) is missing
+
+
+def test_membership_and_listing_leave_the_recency_alone():
+    lru = Lru(2)
+    lru.put("a", 1)
+    lru.put("b", 2)
+    assert "a" in lru and list(lru) == ["a", "b"]
+    lru.put("c", 3)                                  # a was not touched: it goes first
+    assert lru.keys() == ["b", "c"]
+
+
+def test_a_negative_capacity_is_refused():
+    with pytest.raises(ValueError):
+        Lru(-1)
