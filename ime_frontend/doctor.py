@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 from ime_frontend import wire
 from ime_frontend.ibus.address import ibus_address, read_address_file, socket_path_file
 from ime_frontend.install import (COMPONENT_FILE, SYSTEM_IBUS_COMPONENTS, Layout, ibus_restart_command,
                                   read_manifest, system_layout, user_layout)
+from ime_frontend.doctor_check import DOCTOR_TIMEOUT_S, CallFailed, Check, call
+from ime_frontend.doctor_fcitx5 import fcitx5_usable_checks
+from ime_frontend.doctor_ibus import ibus_usable_checks
 
-DOCTOR_TIMEOUT_S = 3.0
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
+__all__ = ["Check", "run_doctor", "missing_ibus_step"]
 
 
 def installed_checks(layouts: list[Layout]) -> list[Check]:
@@ -42,12 +38,15 @@ def installed_checks(layouts: list[Layout]) -> list[Check]:
     return checks
 
 
-async def bus_checks() -> list[Check]:
-    from dbus_fast import Message, MessageType
-    from dbus_fast.aio import MessageBus
+async def bus_checks() -> tuple[list[Check], bool]:
+    """The frameworks' checks, and whether Karukan can be typed with: a framework runs and
+    every check of each running one passed (it is the active engine, a key comes back converted)."""
+    from ime_frontend.bus import MessageBus
 
-    checks = []
+    checks: list[Check] = []
+    framework: list[Check] = []   # what decides whether Karukan is usable
     address = ibus_address()
+    ibus_runs = False
     if address is None:
         checks.append(Check("ibus-daemon", False, "not running"))
     elif await served_by_fcitx5(address):
@@ -56,49 +55,66 @@ async def bus_checks() -> list[Check]:
         checks.append(Check("ibus-daemon", False, "not running; fcitx5's IBus frontend answers IBus applications "
                                                   "(Karukan reaches them through the fcitx5 addon)"))
     else:
+        ibus_runs = True
         checks.append(Check("ibus-daemon", True, "running"))
-        checks.append(await ibus_engine_check(address))
+        listed = await ibus_engine_check(address)
+        framework.append(listed)
+        if listed.ok:
+            framework += await ibus_usable_checks(address)
+    checks += framework
     if not os.environ.get("DBUS_SESSION_BUS_ADDRESS") and not Path(
             os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "bus").exists():
         checks.append(Check("session bus", False, "no session bus (DBUS_SESSION_BUS_ADDRESS unset)"))
-        return checks
+        return checks, ibus_runs and all(c.ok for c in framework)
     try:
         bus = await asyncio.wait_for(MessageBus().connect(), DOCTOR_TIMEOUT_S)
     except (OSError, asyncio.TimeoutError, ValueError) as exc:
         checks.append(Check("session bus", False, f"cannot connect ({type(exc).__name__})"))
-        return checks
-
-    async def dbus(member: str, sig: str = "", body: list | None = None):
-        reply = await asyncio.wait_for(bus.call(Message(
-            destination="org.freedesktop.DBus", path="/org/freedesktop/DBus", interface="org.freedesktop.DBus",
-            member=member, signature=sig, body=body or [])), DOCTOR_TIMEOUT_S)
-        return reply.body[0]
-
+        return checks, ibus_runs and all(c.ok for c in framework)
     try:
-        fcitx = await dbus("NameHasOwner", "s", ["org.fcitx.Fcitx5"])
+        fcitx = await _bus_daemon(bus, "NameHasOwner", "s", ["org.fcitx.Fcitx5"])
         checks.append(Check("fcitx5", fcitx, "running" if fcitx else "not running"))
-        owned = await dbus("NameHasOwner", "s", [wire.BUS_NAME])
-        activatable = wire.BUS_NAME in await dbus("ListActivatableNames")
-        if owned:
-            reply = await asyncio.wait_for(bus.call(Message(
-                destination=wire.BUS_NAME, path=wire.OBJECT_PATH, interface=wire.INTERFACE, member="GetInfo")),
-                DOCTOR_TIMEOUT_S)
-            if reply.message_type == MessageType.ERROR:
-                checks.append(Check("engine service", False, f"error {reply.error_name}"))
-            else:
-                info = reply.body[0]
-                checks.append(Check("engine service", True,
-                                    f"answers: version {info.get('version')}, converter {info.get('converter')}, "
-                                    f"{info.get('contexts')} context(s)"))
-        else:
-            checks.append(Check("engine service", activatable,
-                                "not running; starts on first use (D-Bus activatable)" if activatable
-                                else "not running and not D-Bus activatable (run `karukan install`)"))
+        if fcitx:
+            found = await fcitx5_usable_checks(bus)
+            framework += found
+            checks += found
+        if fcitx or not ibus_runs:
+            # The engine service serves the fcitx5 addon; IBus runs Karukan's engine in its own process.
+            checks.append(await engine_service_check(bus))
     except asyncio.TimeoutError:
-        checks.append(Check("engine service", False, f"no answer within {DOCTOR_TIMEOUT_S:.0f} s"))
+        checks.append(Check("session bus", False, f"no answer within {DOCTOR_TIMEOUT_S:.0f} s"))
+        return checks, False
     finally:
         bus.disconnect()
-    return checks
+    if not ibus_runs and not fcitx:
+        checks.append(Check("input method framework", False, "neither ibus-daemon nor fcitx5 runs",
+                            "start one: ibus-daemon -drx (then ibus engine karukan), or fcitx5 -d"))
+        return checks, False
+    return checks, all(c.ok for c in framework)
+
+
+async def _bus_daemon(bus, member: str, sig: str = "", body: list | None = None):
+    (value,) = await call(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                          member, sig, body)
+    return value
+
+
+async def engine_service_check(bus) -> Check:
+    try:
+        owned = await _bus_daemon(bus, "NameHasOwner", "s", [wire.BUS_NAME])
+        if not owned:
+            activatable = wire.BUS_NAME in await _bus_daemon(bus, "ListActivatableNames")
+            return Check("engine service", activatable,
+                         "not running; starts on first use (D-Bus activatable)" if activatable
+                         else "not running and not D-Bus activatable", "" if activatable else "run: karukan install --user")
+        (info,) = await call(bus, wire.BUS_NAME, wire.OBJECT_PATH, wire.INTERFACE, "GetInfo")
+    except CallFailed as exc:
+        return Check("engine service", False, f"error {exc}")
+    except asyncio.TimeoutError:
+        return Check("engine service", False, f"no answer within {DOCTOR_TIMEOUT_S:.0f} s",
+                     "run: systemctl --user restart karukan-engine.service")
+    return Check("engine service", True, f"answers: version {info.get('version')}, converter {info.get('converter')}, "
+                                         f"{info.get('contexts')} context(s)")
 
 
 async def served_by_fcitx5(address: str) -> bool:
@@ -200,7 +216,7 @@ async def ibus_engine_check(address: str) -> Check:
     if ENGINE_NAME in names:
         return Check("ibus engine", True, f"'{ENGINE_NAME}' is available in ibus-daemon")
     _address, pid = read_address_file(socket_path_file())
-    return Check("ibus engine", False, f"ibus-daemon does not list '{ENGINE_NAME}': {missing_ibus_step(pid)}")
+    return Check("ibus engine", False, f"ibus-daemon does not list '{ENGINE_NAME}'", missing_ibus_step(pid))
 
 
 def dictionary_check(directory: Path | None = None) -> Check:
@@ -232,7 +248,9 @@ def run_doctor() -> tuple[list[Check], bool]:
     checks = installed_checks([user_layout(), system_layout()])
     checks.append(dictionary_check())
     checks.append(ngram_check())
-    checks += asyncio.run(bus_checks())
+    found, usable = asyncio.run(bus_checks())
+    checks += found
     installed = any(c.ok for c in checks if c.name.startswith("install"))
-    engine = next((c.ok for c in checks if c.name == "engine service"), False)
-    return checks, installed and engine
+    if not installed:
+        checks = [replace(c, fix="run: karukan install --user") if c.name == "install (user)" else c for c in checks]
+    return checks, installed and usable

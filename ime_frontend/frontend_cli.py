@@ -77,4 +77,6 @@ def _doctor(args: argparse.Namespace) -> int:
     checks, healthy = run_doctor()
     for check in checks:
         print(f"[{'ok' if check.ok else '--'}] {check.name}: {check.detail}")
+        if check.fix and not check.ok:
+            print(f"     fix: {check.fix}")
     return 0 if healthy else 1

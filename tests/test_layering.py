@@ -45,7 +45,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ime_frontend.contexts", "ime_frontend.service", "ime_frontend.client", "ime_frontend.resilient",
      "ime_frontend.flood"),
     ("ime_frontend.ibus",),
-    ("ime_frontend.install", "ime_frontend.doctor"),
+    ("ime_frontend.install", "ime_frontend.doctor", "ime_frontend.doctor_check", "ime_frontend.doctor_ibus",
+     "ime_frontend.doctor_fcitx5"),
     # the command line: the dispatcher and each layer's subcommand
     ("karukan_engine.cli", "karukan_engine.session.keys_cli", "karukan_engine.conversion.convert_cli",
      "karukan_engine.dictionary.dict_cli", "karukan_engine.evaluation.eval_cli", "karukan_engine.neural.model_cli",

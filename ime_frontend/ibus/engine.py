@@ -86,9 +86,7 @@ class KarukanEngine(ServiceInterface):
 
     def _release_table(self) -> None:
         self._held_timer = None
-        held = self._placement.release()
-        if held is not None:
-            self._send([held])
+        self._send(self._placement.release())
 
     def _update_mode(self, mode: str) -> None:
         # Re-registering the whole menu updates both the button label and the checked radio item.
@@ -137,6 +135,7 @@ class KarukanEngine(ServiceInterface):
 
     async def _focus_in(self) -> None:
         self._focused = True
+        self._placement.hidden()   # the panel's one window served other contexts meanwhile
         self.show(await self._context.focus_in())
 
     async def _focus_out(self) -> None:
@@ -200,9 +199,9 @@ class KarukanEngine(ServiceInterface):
     def SetCursorLocation(self, x: "i", y: "i", w: "i", h: "i"):
         # ibus-daemon gave the panel this rectangle before us: a held table is placed at it.
         held = self._placement.cursor_reported()
-        if held is not None:
+        if held:
             self._cancel_held_timer()
-            self._send([held])
+            self._send(held)
 
     @method()
     def ProcessHandWritingEvent(self, coordinates: "ad"):

@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import time
+from typing import NoReturn
 
 from dbus_fast import Message, MessageType
 
@@ -155,19 +156,34 @@ async def run(args: argparse.Namespace) -> int:
         status = 1
     lost.cancel()
     stopped.cancel()
-    if bus.connected:
-        bus.disconnect()
+    # Save while still connected, and leave the connection to close with the process (main
+    # exits at once): were ibus-daemon to see our factory gone while this process lives, it
+    # would take an engine selected meanwhile as already starting and wait 15 s for a factory
+    # that never comes (issue 30 item 5).
     for close in closers:
         await close()
     return status
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> NoReturn:
     args = parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="karukan-ibus: %(levelname)s %(name)s: %(message)s")
     try:
-        return asyncio.run(run(args))
+        status = asyncio.run(run(args))
     except (RuntimeError, OSError) as exc:
         print(f"karukan-ibus: error: {exc}", file=sys.stderr)
-        return 1
+        status = 1
+    exit_now(status)
+
+
+def exit_now(status: int) -> None:
+    """End the process without the interpreter's teardown (which took ~0.15 s): the learning
+    data is saved, and the bus connection closes as the process ends, in one step for the daemon."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)

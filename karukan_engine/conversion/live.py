@@ -10,6 +10,7 @@ Each chunk's left context is the application's text plus what the chunks before 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Sequence
 
 from karukan_engine.conversion.cache import CacheKey, ConversionCache
@@ -18,6 +19,7 @@ from karukan_engine.conversion.chunking import (
     chunk_left_context,
     split_chunks,
 )
+from karukan_engine.lattice.live_spelling import text_fits
 
 # (chunk reading, left context) -> converted text
 ChunkConverter = Callable[[str, str], str]
@@ -58,7 +60,7 @@ class ChunkedLive:
                 return None
             context = chunk_left_context(left_context, done, self.context_chars)
             if chunk.japanese:
-                text = self._cached(chunk.text, context, model_id, model)
+                text = self._cached(chunk.text, context, model_id, partial(self._fitting, model, dictionary))
             else:
                 text = self._cached(chunk.text, context, DICTIONARY_TIER, dictionary)
             done.append(text)
@@ -78,6 +80,14 @@ class ChunkedLive:
                 text = self._cached(chunk.text, context, DICTIONARY_TIER, dictionary)
             done.append(text)
         return pending
+
+    def _fitting(self, model: ChunkConverter, dictionary: ChunkConverter, reading: str, context: str) -> str:
+        """The model's text of a chunk, or the dictionary's where the model's shows digits the
+        reading lacks or a stand-in for a lone kana (lattice/live_spelling.py)."""
+        text = model(reading, context)
+        if text and not text_fits(reading, text):
+            return self._cached(reading, context, DICTIONARY_TIER, dictionary)
+        return text
 
     def _cached(self, reading: str, context: str, tier: str, convert: ChunkConverter) -> str:
         key = CacheKey(reading, context, tier)

@@ -37,6 +37,7 @@ from karukan_engine.lattice.candidate_filter import (
 )
 from karukan_engine.lattice.context import START, ContextAnalyzer
 from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
+from karukan_engine.lattice.live_spelling import fitting_text
 from karukan_engine.lattice.lm_paths import MAX_EXPANSIONS, LmWeights, ScoredPath, TextScorer, ranked_paths
 from karukan_engine.lattice.search import SearchSpace
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
@@ -146,7 +147,20 @@ class LatticeConverter:
     def live(self, request: ConversionRequest) -> str:
         if not request.reading:
             return ""
-        return self._live_text(request, self._analyse(request))
+        analysis = self._analyse(request)
+        text = self._live_text(request, analysis)
+        lattice = analysis.lattice
+        path_words = [(lattice.node_reading(n), lattice.surface(n)) for n in analysis.path]
+        words = path_words if text == "".join(s for _, s in path_words) else [(request.reading, text)]
+        # no digits the user did not type, no stand-in for a lone kana (live_spelling.py)
+        others = ([(lattice.node_reading(n), lattice.surface(n)) for n in path] for _, path in self._paths(analysis))
+        return fitting_text(request.reading, words, others)
+
+    @staticmethod
+    def _paths(analysis: _Analysis):
+        """The whole reading's paths: the language model's order first, then the A* search's."""
+        judged = ((0, list(p.nodes)) for p in analysis.ranked)
+        return chain(judged, analysis.space.paths(MAX_EXPANSIONS))
 
     def candidates(self, request: ConversionRequest, n: int) -> list[Candidate]:
         if not request.reading or n <= 0:
@@ -159,8 +173,7 @@ class LatticeConverter:
             # a segment's last learned choice replaced what the path spelled: it leads here too
             found.append(Candidate(top, "", Source.LEARNING))
             seen.add(top)
-        judged = ((0, list(p.nodes)) for p in analysis.ranked)   # the language model's order first
-        for _, path in chain(judged, analysis.space.paths(MAX_EXPANSIONS)):
+        for _, path in self._paths(analysis):
             surface = "".join(analysis.lattice.surface(node) for node in path)
             if surface not in seen:
                 seen.add(surface)

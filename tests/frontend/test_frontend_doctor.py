@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
-from ime_frontend import doctor
+from ime_frontend import doctor, doctor_check
 from ime_frontend import install as inst
 
 
@@ -83,3 +84,21 @@ def test_a_process_named_fcitx5_wrote_the_address_file(tmp_path, monkeypatch):
     assert doctor._daemon_is_fcitx5()
     monkeypatch.setattr(doctor, "_process_name", lambda pid: "ibus-daemon")
     assert not doctor._daemon_is_fcitx5()
+
+
+@given(st.text(max_size=8))
+def test_the_typing_probe_counts_only_japanese_text_as_converted(text):
+    # issue 30 item 9: `a` must come back as kana, not as the romaji typed (or nothing)
+    assert doctor_check.converted(text) == (bool(text) and not any(c.isascii() and c.isalpha() for c in text))
+    assert doctor_check.converted("あ") and not doctor_check.converted("a") and not doctor_check.converted("")
+
+
+def test_a_failed_check_prints_its_fix_on_the_next_line(monkeypatch, capsys):
+    from ime_frontend import frontend_cli
+
+    checks = [doctor.Check("ibus global engine", False, "no engine is set", "run: ibus engine karukan"),
+              doctor.Check("fcitx5", True, "running", "never printed: the check passed")]
+    monkeypatch.setattr(doctor, "run_doctor", lambda: (checks, False))
+    assert frontend_cli._doctor(None) == 1
+    assert capsys.readouterr().out == ("[--] ibus global engine: no engine is set\n"
+                                       "     fix: run: ibus engine karukan\n[ok] fcitx5: running\n")

@@ -1,10 +1,12 @@
-"""Issue 14 item 3: the lookup table waits for the client's new cursor rectangle.
+"""Issue 14 item 3: the lookup table waits for the client's new cursor rectangle; issue 30
+item 3: a table that opens the panel's hidden window goes twice.
 
-ibus-ui-gtk3 places its candidate window at the rectangle it holds when a table arrives, and
-the application reports the rectangle only after drawing the preedit (ime_frontend/ibus/
-placement.py). These tests pin the order: preedit in the key's reply, table only after the
-client's SetCursorLocation, for clients whose table the panel draws; unchanged for others.
-The real GTK application check is tests/e2e/test_e2e_gtk_ibus.py.
+ibus-ui-gtk3 moves a shown candidate window to the rectangle it holds when a table arrives, but
+opens a hidden one where it was last shown; the application reports the rectangle only after
+drawing the preedit (ime_frontend/ibus/placement.py). These tests pin the order: preedit in the
+key's reply, table only after the client's SetCursorLocation (twice when it opens the window),
+for clients whose table the panel draws; unchanged for others. The real GTK application and
+panel checks are tests/e2e/test_e2e_gtk_ibus.py and tests/e2e/test_e2e_gtk_ibus_panel.py.
 """
 
 from __future__ import annotations
@@ -46,19 +48,35 @@ PREEDIT = ("UpdatePreeditText", "vubu", [gv.text("x"), 0, True, 1])
 def test_a_table_after_a_caret_move_waits_for_the_cursor_report():
     p = TablePlacement()
     p.set_capabilities(GTK_CAPS)
-    assert p.cursor_reported() is None
+    assert p.cursor_reported() == []
     shown = table("私の")
     assert p.batch([PREEDIT, shown], caret_moved=True) == [PREEDIT]
-    assert p.cursor_reported() == shown
+    assert p.cursor_reported() == [shown, shown]     # it opens the window: twice
     assert p.held is None
+    following = table("名前")
+    assert p.batch([PREEDIT, following], caret_moved=True) == [PREEDIT]
+    assert p.cursor_reported() == [following]        # the window is shown: once
 
 
 def test_a_table_that_leaves_the_caret_goes_at_once():
     p = TablePlacement()
     p.set_capabilities(GTK_CAPS)
     p.cursor_reported()
+    p.window_shown = True
     shown = table("感じ")
     assert p.batch([PREEDIT, shown], caret_moved=False) == [PREEDIT, shown]
+
+
+def test_a_table_that_opens_the_hidden_window_goes_twice_until_the_window_closes():
+    p = TablePlacement()
+    p.set_capabilities(GTK_CAPS)
+    first, second = table("感じ"), table("漢字")
+    assert p.batch([first], caret_moved=False) == [first, first]
+    assert p.batch([second], caret_moved=False) == [second]
+    assert p.batch([table()], caret_moved=False) == [table()]
+    assert p.batch([first], caret_moved=False) == [first, first]
+    p.hidden()                                      # focus went elsewhere meanwhile
+    assert p.batch([second], caret_moved=False) == [second, second]
 
 
 def test_clients_that_draw_the_table_or_never_report_get_it_at_once():
@@ -68,7 +86,8 @@ def test_clients_that_draw_the_table_or_never_report_get_it_at_once():
         if reports:
             p.cursor_reported()
         shown = table("私の")
-        assert p.batch([PREEDIT, shown], caret_moved=True) == [PREEDIT, shown]
+        opens = [shown] if caps & IBUS_CAP_LOOKUP_TABLE else [shown, shown]
+        assert p.batch([PREEDIT, shown], caret_moved=True) == [PREEDIT, *opens]
 
 
 def test_the_bound_is_configurable(monkeypatch):
@@ -88,7 +107,9 @@ batches = st.lists(st.tuples(
 @given(batches, st.booleans(), st.booleans())
 def test_every_table_state_reaches_the_panel_in_order_and_the_last_one_wins(script, panel_draws, reported):
     """Nothing is lost or reordered: what the panel ends with (after a final report or the
-    bound) is the last table the engine rendered; hides and non-table signals are never held."""
+    bound) is the last table the engine rendered; hides and non-table signals are never held.
+    A table goes twice exactly when it opens the window the panel draws (shown after a hide
+    or first), and then back to back."""
     p = TablePlacement()
     p.set_capabilities(GTK_CAPS if panel_draws else GTK_CAPS | IBUS_CAP_LOOKUP_TABLE)
     if reported:
@@ -109,15 +130,20 @@ def test_every_table_state_reaches_the_panel_in_order_and_the_last_one_wins(scri
         now = p.batch(signals, moved)
         assert [s for s in signals if s[0] != "UpdateLookupTable"] == [s for s in now if s[0] != "UpdateLookupTable"]
         assert all(s in now for s in signals if s[0] == "UpdateLookupTable" and not s[2][1])
-        if not panel_draws or not (reported or any(r for *_x, r in script)):
+        if not panel_draws:
             assert now == signals and p.held is None
         sent += now
         if report:
-            released = p.cursor_reported()
-            sent += [released] if released else []
-    released = p.release()                  # the bound passes
-    sent += [released] if released else []
+            sent += p.cursor_reported()
+    sent += p.release()                     # the bound passes
     tables_sent = [s for s in sent if s[0] == "UpdateLookupTable"]
+    shown_before = False
+    for i, s in enumerate(tables_sent):
+        repeated = i > 0 and tables_sent[i - 1] is s
+        if not repeated:
+            opens = s[2][1] and not shown_before and panel_draws
+            assert (i + 1 < len(tables_sent) and tables_sent[i + 1] is s) == opens
+            shown_before = s[2][1]
     tables_rendered = [s for s in rendered if s[0] == "UpdateLookupTable"]
     assert tables_sent[-1:] == tables_rendered[-1:]
     order = [next(i for i, r in enumerate(tables_rendered) if r is s) for s in tables_sent]
@@ -223,8 +249,8 @@ def test_the_engine_holds_the_table_until_the_client_reports_its_cursor(bus_addr
 
     after_space, after_report, after_right, final, tables = drive(bus_address, GTK_CAPS, script)
     assert after_space == ["UpdatePreeditText"]                        # preedit first, table held
-    assert after_report == ["UpdatePreeditText", "UpdateLookupTable"]
-    assert tables[0][0] == "私の"
+    assert after_report == ["UpdatePreeditText", "UpdateLookupTable", "UpdateLookupTable"]   # opens the window
+    assert tables[0][0] == tables[1][0] == "私の"
     assert after_right == after_report + ["UpdatePreeditText"]
     assert final == after_right + ["UpdateLookupTable"] and tables[-1][0] == "名前"
 
