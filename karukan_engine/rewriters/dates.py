@@ -112,6 +112,6 @@ def additions(request: RewriteRequest) -> list[Addition]:
     anchor = request.index_of(word)
     out = [Addition(tuple(cands), 1 if anchor is None else anchor + 1)]
     chosen = [c for c in cands if c.kind == request.remembered]
-    if chosen:   # chosen before: today's text of that kind leads
-        out.insert(0, Addition(tuple(chosen), 0, may_lead=True))
+    if chosen:   # chosen before: today's text of that kind moves up to lead
+        out.append(Addition(tuple(chosen), 0, may_lead=True))
     return out

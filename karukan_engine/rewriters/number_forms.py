@@ -86,7 +86,7 @@ def kana_number(reading: str) -> int | None:
     """The value of a kana number reading with at least one unit word (じゅう, ひゃく, せん, まん…):
     ひゃく → 100, にせんにじゅうろく → 2026; None when it is not one (に alone is left to the
     dictionary)."""
-    if not reading or len(reading) > 40:
+    if not reading or len(reading) > 80:   # bounded work on any input
         return None
     total = section = 0
     digit: int | None = None

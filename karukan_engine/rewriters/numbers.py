@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.core.types import Candidate, Source
 from karukan_engine.kana import to_fullwidth_ascii, to_halfwidth_ascii
 from karukan_engine.lattice.variants import kanji_digits, kanji_number
@@ -49,7 +50,7 @@ def digit_forms(digits: str) -> list[Candidate]:
                   (number_forms.circled(value), "丸数字"), *number_forms.based(value)]
     else:
         forms.append((kanji_digits(digits), "漢数字"))
-    return [Candidate(text, note, Source.VARIANT) for text, note in forms if text]
+    return unique_surfaces(Candidate(text, note, Source.VARIANT) for text, note in forms if text)
 
 
 def _plain_forms(digits: str) -> set[str]:

@@ -23,7 +23,8 @@ class Addition:
 
 def add(listed: Sequence[Candidate], additions: Iterable[Addition]) -> list[Candidate]:
     """listed with the additions placed in order. A surface already listed before the place an
-    addition wants it at stays; listed after it (the converter's tail), it moves up to there."""
+    addition wants it at stays; listed after it (the converter's tail), it moves up to there;
+    either way it takes the addition's annotation if it had none."""
     out = unique_surfaces(listed)
     present = {c.surface for c in out}
     for addition in additions:
@@ -37,12 +38,12 @@ def add(listed: Sequence[Candidate], additions: Iterable[Addition]) -> list[Cand
                 continue
             if cand.surface in present:
                 index = next(i for i, c in enumerate(out) if c.surface == cand.surface)
+                old = out[index]
+                if not old.annotation and cand.annotation:   # say what a listed form is (１００: [全]数字)
+                    old = out[index] = Candidate(old.surface, cand.annotation, old.source)
                 if at_end or index < pos:
                     continue
-                old = out.pop(index)
-                if not old.annotation and cand.annotation:
-                    old = Candidate(old.surface, cand.annotation, old.source)
-                cand = old
+                cand = out.pop(index)
             present.add(cand.surface)
             out.insert(pos, cand)
             pos += 1

@@ -58,9 +58,9 @@ class RewriterStage:
         return self.memory.kind_for(reading) if self.settings.dates and reading in dates.READINGS else None
 
     def leads(self, reading: str) -> bool:
-        """True when a rewriter's candidate may come first for this reading (chosen before):
-        the list must be built to know the first candidate."""
-        return self.remembered(reading) is not None
+        """True when a rewriter's candidate may come first for this reading (a `:name` query, a
+        kind chosen before): the list must be built to know the first candidate."""
+        return (self.settings.emoji and emoji.name_query(reading) is not None) or self.remembered(reading) is not None
 
     @staticmethod
     def learn_pair(reading: str, chosen: Candidate) -> tuple[str, str]:
