@@ -35,6 +35,8 @@ class RewriterStage:
         self.memory = memory if memory is not None else choice_memory.shared()
         self._data = data
         self._enabled = tuple(fn for name, fn in _REWRITERS if getattr(settings, name))
+        if data is None and self._enabled:
+            tables.preload()   # read before the first Space needs them, not during it
 
     @property
     def data(self) -> tables.Tables:

@@ -56,6 +56,7 @@ def read(path: Path = DEFAULT_PATH) -> Tables:
 
 
 _shared: Tables | None = None
+_preloading = False
 _lock = threading.Lock()
 
 
@@ -73,3 +74,13 @@ def shared() -> Tables:
                                 type(exc).__name__)
                     _shared = Tables()
     return _shared
+
+
+def preload() -> None:
+    """Read the bundled tables on a thread, once (a few milliseconds), if not read yet."""
+    global _preloading
+    with _lock:
+        if _shared is not None or _preloading:
+            return
+        _preloading = True
+    threading.Thread(target=shared, name="rewriter-tables", daemon=True).start()
