@@ -102,8 +102,21 @@ def emoticons(data: Path) -> dict[str, list[str]]:
     return dict(sorted(table.items()))
 
 
+def symbol_order(data: Path) -> dict[str, int]:
+    """Mozc's display order of symbols (ordering_rule.txt: one character a line, `#` comments
+    but a lone `#` is the character)."""
+    order: dict[str, int] = {}
+    for line in (data / "symbol" / "ordering_rule.txt").read_text(encoding="utf-8").splitlines():
+        char = line if line.strip() == "#" or not line.startswith("#") else ""
+        if char:
+            order.setdefault(char, len(order))
+    return order
+
+
 def symbols(data: Path) -> dict[str, list[list[str]]]:
-    """Reading → [symbol, description], in the table's order (やじるし: → ← ↑ ↓ ⇒ …)."""
+    """Reading → [symbol, description]: in Mozc's display order where ordering_rule.txt ranks the
+    symbol's first character (かっこ: （） 「」 【】 『』 …), the table's order after them (やじるし:
+    → ← ↑ ↓ ⇒ …)."""
     table: dict[str, list[list[str]]] = {}
     seen: dict[str, set] = {}
     for row in _rows(data / "symbol" / "symbol.tsv")[1:]:   # the first row names the columns
@@ -118,7 +131,10 @@ def symbols(data: Path) -> dict[str, list[list[str]]]:
         if len(row) >= 3 and row[0]:
             for reading in _kana(row[2]):
                 _append(table, reading, [row[0], ""], seen)
-    return dict(sorted(table.items()))
+    order = symbol_order(data)
+    unranked = len(order)
+    return {reading: sorted(found, key=lambda entry: order.get(entry[0][:1], unranked))   # stable
+            for reading, found in sorted(table.items())}
 
 
 def single_kanji(data: Path) -> tuple[dict[str, str], dict[str, str]]:

@@ -17,7 +17,8 @@ FILES = {
     "emoticon/categorized.tsv": "# value\n(•ө•)♡\tSMILE\tはーと\n",
     "symbol/symbol.tsv": "POS\tCHAR\tReading\tdescription\tadditional\tcategory\n"
                          "記号\t→\tやじるし みぎ ->\t矢印\t右\tSYMBOL\n記号\t←\tやじるし ひだり\t矢印\t左\tSYMBOL\n",
-    "symbol/categorized.tsv": "# value\tcategory\tdescription\n☆\tGENERAL\tほし\n",
+    "symbol/categorized.tsv": "# value\tcategory\tdescription\n☆\tGENERAL\tほし\n★\tGENERAL\tほし\n",
+    "symbol/ordering_rule.txt": "# order\n#\n★\n☆\n",
     "single_kanji/single_kanji.tsv": "ねこ\t猫\nたか\t高髙\n",
     "single_kanji/variant_rule.txt": "# rules\n\n異体字\n# comment\n髙\t高\n\n",
 }
@@ -37,7 +38,7 @@ def test_build_compiles_each_table(tmp_path):
     assert built.emoji["ねこ"] == ["🐱", "🐈"]            # the one named ネコ first
     assert built.emoji["ぴえん"] == ["🥺"]
     assert built.symbols["やじるし"] == [["→", "矢印（右）"], ["←", "矢印（左）"]] and "->" not in built.symbols
-    assert built.symbols["ほし"] == [["☆", ""]]
+    assert built.symbols["ほし"] == [["★", ""], ["☆", ""]]     # ordering_rule.txt's order
     assert built.emoticons["かおもじ"] == ["(^o^)", "(•ө•)♡"] and built.emoticons["はーと"] == ["(•ө•)♡"]
     assert built.single_kanji["たか"] == "高髙" and built.kanji_notes["髙"] == "高の異体字"
     assert built.emoji_names          # names from the emoji package or from Unicode's
@@ -51,6 +52,7 @@ def test_the_committed_tables_are_small_and_complete():
     data = tables.read()
     assert "🐱" in data.emoji["ねこ"] and data.emoji_names["+1"] == "👍"
     assert [s for s, _ in data.symbols["やじるし"][:5]] == ["→", "←", "↑", "↓", "⇒"]
+    assert [s for s, _ in data.symbols["かっこ"][:4]] == ["（）", "「」", "【】", "『』"]   # Mozc's display order
     assert (tables.DEFAULT_PATH.parent / "NOTICE.md").read_text(encoding="utf-8").count("0c8acf48331724da42f82ebf038cbe6dce25da42")
 
 
