@@ -7,6 +7,11 @@ SPACE, RETURN = 0x20, 0xFF0D
 MAX_STEPS = 40
 
 
+def shows(page: list[str], surface: str) -> bool:
+    """Whether the page lists surface (a frontend may show its annotation after it)."""
+    return any(text == surface or text.startswith(surface + " ") for text in page)
+
+
 async def type_text(app, text: str) -> None:
     for ch in text:
         assert await app.tap(ord(ch)), ch
