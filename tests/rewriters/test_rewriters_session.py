@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from karukan_engine.config import RewriterSettings
 from karukan_engine.rewriters.choice_memory import ChoiceMemory
 from ime_frontend.toolkit import HINT_PRIVATE, field_privacy
@@ -148,3 +151,25 @@ def test_each_rewriter_turns_off():
         press(s, "<Escape><Escape>")
     press(s, "kyou ")
     assert "凶" not in listed(s)      # single kanji off
+
+
+KNOWN_READINGS = ["ねこ", "きょう", "あした", "いま", "ことし", "げつようび", "やじるし", "まる", "ほし", "かっこ",
+                  "かおもじ", "にこにこ", "ひゃく", "せん", "ぴえん", "かお", "はーと"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(KNOWN_READINGS), st.text(st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
+                                                 min_size=1, max_size=3),
+       st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1)))
+def test_space_keeps_the_dictionary_word_first_through_the_session(reading, word, now):
+    from karukan_engine.kana import to_hiragana
+    from karukan_engine.romaji.table import RomajiTable
+    from session_fakes import ScriptedConverter
+
+    keys = RomajiTable.default().romaji_for(to_hiragana(reading))
+    s, _, _ = make(clock=Clock(now), converter=ScriptedConverter({reading: [word]}))
+    views = press(s, keys + " ")
+    assert views[-1].preedit_text == word
+    assert views[-1].candidates.items[0].text == word
+    shown = listed(s)
+    assert shown[0] == word and len(set(shown)) == len(shown)
