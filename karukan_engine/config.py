@@ -1,7 +1,8 @@
 """The user's configuration: one TOML file with defaults and validation.
 
 Location: $KARUKAN_CONFIG, else $XDG_CONFIG_HOME/karukan/config.toml (~/.config/...).
-This module validates the tables the session owns — [input], [session], [learning], [suggest] — and keeps
+This module validates the tables the session owns — [input], [session], [learning], [suggest],
+[rewriters] — and keeps
 every other table (e.g. [conversion], [models]) as parsed TOML in `Config.sections` for the layer
 that owns it to validate.
 
@@ -89,6 +90,21 @@ class SuggestSettings:
         _check_all(self, "suggest")
 
 
+@dataclass(frozen=True)
+class RewriterSettings:
+    """Candidates added after ranking (karukan_engine.rewriters); each can be turned off."""
+
+    emoji: bool = True              # 絵文字 by reading (ねこ → 🐱) and `:name` queries typed in Latin
+    symbols: bool = True            # やじるし → → ← ↑ ↓ ⇒, まる → ○ ● ◎ …
+    emoticons: bool = True          # 顔文字 (かおもじ, にこにこ …)
+    dates: bool = True              # きょう → 2026/12/02 …, いま → 14:05 …
+    numbers: bool = True            # 100 → 百 壱百 Ⅽ 0x64 …, ひゃく → 100
+    single_kanji: bool = True       # every kanji of the reading, at the end of the list
+
+    def check(self) -> None:
+        _check_all(self, "rewriters")
+
+
 # Privacy settings: the value used when the file's value cannot be used (never the weaker one).
 PRIVATE_FALLBACK: dict[tuple[str, str], Any] = {("learning", "enabled"): False}
 
@@ -113,6 +129,7 @@ _CHECKS: dict[str, dict[str, Callable[[Any], str | None]]] = {
     "session": {"page_size": _between(1, 9), "context_chars": _between(0, 1000), "keymap": _path_like},
     "learning": {},
     "suggest": {"count": _between(1, 9)},
+    "rewriters": {},
 }
 
 
@@ -129,6 +146,7 @@ class Config:
     session: SessionSettings = field(default_factory=SessionSettings)
     learning: LearningSettings = field(default_factory=LearningSettings)
     suggest: SuggestSettings = field(default_factory=SuggestSettings)
+    rewriters: RewriterSettings = field(default_factory=RewriterSettings)
     # Tables owned by other layers, as parsed; each layer validates its own.
     sections: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     path: Path | None = None        # where it was loaded from, if anywhere
@@ -143,12 +161,13 @@ class Config:
         session_settings = _section(SessionSettings, data.get("session", {}), "session", source, problems)
         learning = _section(LearningSettings, data.get("learning", {}), "learning", source, problems)
         suggest = _section(SuggestSettings, data.get("suggest", {}), "suggest", source, problems)
+        rewriters = _section(RewriterSettings, data.get("rewriters", {}), "rewriters", source, problems)
         if base_dir is not None:
             # Relative paths in a config file are relative to that file.
             input_settings = replace(input_settings, romaji_table=_resolve(input_settings.romaji_table, base_dir))
             session_settings = replace(session_settings, keymap=_resolve(session_settings.keymap, base_dir))
-        others = {k: v for k, v in data.items() if k not in ("input", "session", "learning", "suggest")}
-        return cls(input_settings, session_settings, learning, suggest, MappingProxyType(others),
+        others = {k: v for k, v in data.items() if k not in ("input", "session", "learning", "suggest", "rewriters")}
+        return cls(input_settings, session_settings, learning, suggest, rewriters, MappingProxyType(others),
                    problems=tuple(problems))
 
     @classmethod

@@ -28,6 +28,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("karukan_engine.config",),
     # the two converters: dictionary lattice, neural model; the character n-gram beside the model
     ("karukan_engine.lattice", "karukan_engine.neural", "karukan_engine.lm"),
+    # candidates added after ranking (emoji, symbols, dates, numbers, single kanji)
+    ("karukan_engine.rewriters",),
     # threads and timing: scheduler workers, the stage-timing predictor, the greedy batcher,
     # conversions prepared while the user pauses (no ranking policy)
     ("karukan_engine.scheduling",),

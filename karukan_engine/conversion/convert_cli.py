@@ -1,8 +1,12 @@
 """`karukan convert`: candidates for a reading, best first, one a line; or JSON lines in and out.
 
-    karukan convert [--context TEXT] [-n N] [--no-model] [--model ID] READING
+    karukan convert [--context TEXT] [-n N] [--no-model] [--model ID] [--annotations] READING
     karukan convert --jsonl   < {"id": .., "context": "..", "reading": "..", "n": 5} per line
                               > {"id": .., "candidates": [..], "ms": 1.2} per line, in input order
+
+The list holds what the rewriters add after ranking (emoji, symbols, dates, numbers …, as
+[rewriters] in the config allows). --annotations: each line is `surface<TAB>annotation` (the
+annotation may be empty), and each JSON answer gets "annotations", one per candidate.
 
 The converter is built once. A bad line (not JSON, nested too deeply, too long, a bad field, a
 reading over MAX_READING_CHARS) is answered with {"id": .., "error": ".."} and the run goes on.
@@ -19,7 +23,9 @@ from typing import Any, Iterator, TextIO
 
 from karukan_engine.core.errors import UsageError
 from karukan_engine.core.types import Converter, ConversionRequest
+from karukan_engine.core.types import Candidate
 from karukan_engine.kana import to_fullwidth_katakana, to_hiragana
+from karukan_engine.rewriters import RewriterStage
 
 DEFAULT_N = 5
 MAX_N = 1000
@@ -40,6 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-model", action="store_true", help="dictionary (or kana) only, never load a model")
     p.add_argument("--model", default=None, help="model id from models.toml or a GGUF path")
     p.add_argument("--jsonl", action="store_true", help="read JSON requests on stdin, write JSON lines")
+    p.add_argument("--annotations", action="store_true",
+                   help="print each candidate's annotation after a tab (JSON: an \"annotations\" list)")
     p.set_defaults(handler=run)
 
 
@@ -61,14 +69,29 @@ def check_request(reading: str, context: str) -> None:
         raise ReadingError("lone surrogate in the text")
 
 
-def convert_one(converter: Converter, reading: str, context: str, n: int) -> list[str]:
+def convert_one(converter: Converter, reading: str, context: str, n: int,
+                rewriters: RewriterStage | None = None) -> list[Candidate]:
+    """Up to n candidates, best first: the converter's, with the rewriters' placed among them."""
     check_request(reading, context)
     reading = normalise_reading(reading)
     if not reading:
         raise ReadingError("empty reading")
     request = ConversionRequest(reading, context, learn=False)
-    surfaces = [c.surface for c in converter.candidates(request, n)]
-    return surfaces or [reading]
+    found = list(converter.candidates(request, n)) or [Candidate(reading)]
+    return (rewriters.rewrite(reading, found) if rewriters is not None else found)[:n]
+
+
+def _rewriters() -> RewriterStage:
+    """The stage as the user's [rewriters] settings have it (the config's problems are for
+    `karukan keys` and the engine to report); nothing `convert` chooses is remembered."""
+    from karukan_engine.config import Config, ConfigError
+    from karukan_engine.rewriters.choice_memory import ChoiceMemory
+
+    try:
+        settings = Config.load().rewriters
+    except ConfigError:
+        settings = Config().rewriters
+    return RewriterStage(settings, memory=ChoiceMemory())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,21 +114,22 @@ def run(args: argparse.Namespace) -> int:
         reconfigure = getattr(sys.stdin, "reconfigure", None)
         if callable(reconfigure):   # a line that is not UTF-8 gets an error, not the end of the run
             reconfigure(errors="surrogateescape")
-        serve_jsonl(converter, sys.stdin, sys.stdout, args.context, args.n)
+        serve_jsonl(converter, sys.stdin, sys.stdout, args.context, args.n, _rewriters(), args.annotations)
         return 0
-    for surface in convert_one(converter, args.reading, args.context, args.n):
-        print(surface)
+    for cand in convert_one(converter, args.reading, args.context, args.n, _rewriters()):
+        print(f"{cand.surface}\t{cand.annotation}" if args.annotations else cand.surface)
     return 0
 
 
-def serve_jsonl(converter: Converter, inp: TextIO, out: TextIO, default_context: str, default_n: int) -> None:
+def serve_jsonl(converter: Converter, inp: TextIO, out: TextIO, default_context: str, default_n: int,
+                rewriters: RewriterStage | None = None, annotations: bool = False) -> None:
     for line in _bounded_lines(inp, MAX_LINE_CHARS):
         if line is None:
             answer: dict[str, Any] = {"id": None, "error": f"line longer than {MAX_LINE_CHARS} characters"}
         elif not line.strip():
             continue
         else:
-            answer = _answer(converter, line, default_context, default_n)
+            answer = _answer(converter, line, default_context, default_n, rewriters, annotations)
         out.write(_dumps(answer) + "\n")
         out.flush()
 
@@ -139,7 +163,8 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed")
 
 
-def _answer(converter: Converter, line: str, default_context: str, default_n: int) -> dict[str, Any]:
+def _answer(converter: Converter, line: str, default_context: str, default_n: int,
+            rewriters: RewriterStage | None, annotations: bool) -> dict[str, Any]:
     """The answer to one line; never raises (every bad line gets an error and the run goes on)."""
     try:
         item = json.loads(line, parse_constant=_reject_constant)
@@ -165,9 +190,13 @@ def _answer(converter: Converter, line: str, default_context: str, default_n: in
         return {"id": ident, "error": f"n must be an integer between 1 and {MAX_N}"}
     start = time.perf_counter()
     try:
-        candidates = convert_one(converter, reading, context, n)
+        candidates = convert_one(converter, reading, context, n, rewriters)
     except ReadingError as exc:
         return {"id": ident, "error": str(exc)}
     except Exception as exc:  # one bad item must not end the run
         return {"id": ident, "error": f"{type(exc).__name__}: {exc}"}
-    return {"id": ident, "candidates": candidates, "ms": round((time.perf_counter() - start) * 1000, 3)}
+    answer: dict[str, Any] = {"id": ident, "candidates": [c.surface for c in candidates]}
+    if annotations:
+        answer["annotations"] = [c.annotation for c in candidates]
+    answer["ms"] = round((time.perf_counter() - start) * 1000, 3)
+    return answer

@@ -1,5 +1,5 @@
 """The text being typed and what is shown for it: the romaji composer, the input mode's script
-(and the Latin word a Shift+letter starts), the live conversion of the settled reading (through
+(and the Latin word a Shift+letter or a leading `:` starts), the live conversion of the settled reading (through
 the stabilizer), the suggestion list, and the request for Space's preparation. The session
 decides when; this part knows how."""
 
@@ -27,10 +27,15 @@ MAX_COMPOSITION_CHARS = 1000
 
 class Composition:
     def __init__(self, composer: Composer, mode: InputMode, live_enabled: bool, stabilizer: LiveStabilizer,
-                 work: BackgroundWork, field: FieldContext, suggest: SuggestSettings) -> None:
+                 work: BackgroundWork, field: FieldContext, suggest: SuggestSettings,
+                 emoji_queries: bool = False) -> None:
         self.composer = composer
         self.mode = mode
         self.temporary_alphanumeric = False   # Shift+letter typed: Latin until the word ends
+        # `:` typed first in a kana mode: a Latin emoji query (`:smile`) that Space converts
+        # as one segment (emoji_queries: the emoji rewriter is on).
+        self.emoji_queries = emoji_queries
+        self.emoji_query = False
         self.live_enabled = live_enabled
         self.stabilizer = stabilizer          # no flicker while typing
         self.work = work
@@ -41,12 +46,19 @@ class Composition:
     def typing_latin(self) -> bool:
         return self.temporary_alphanumeric or self.mode.is_alphanumeric
 
+    def space_is_text(self) -> bool:
+        """Space types a space (a Latin word) rather than converting (an emoji query converts)."""
+        return self.typing_latin() and not self.emoji_query
+
     def insert(self, ch: str, modifiers: int) -> bool:
         """Type one character; False when the composition is too long to take it."""
         composer = self.composer
         if len(composer.units) + len(composer.pending) >= MAX_COMPOSITION_CHARS:
             return False
-        if ch.isascii() and ch.isalpha():
+        if ch == ":" and self.emoji_queries and composer.is_empty and not self.typing_latin():
+            self.emoji_query = self.temporary_alphanumeric = True
+            composer.script = Script.HALF_ASCII
+        elif ch.isascii() and ch.isalpha():
             if modifiers & LOCK_MASK and not modifiers & SHIFT_MASK:
                 ch = ch.lower()   # Caps Lock alone does not mean "switch to Latin"
             elif ch.isupper() and not self.mode.is_alphanumeric and not self.temporary_alphanumeric:
@@ -60,13 +72,13 @@ class Composition:
     def switch_mode(self, mode: InputMode) -> None:
         self.composer.flush()
         self.mode = mode
-        self.temporary_alphanumeric = False
+        self.temporary_alphanumeric = self.emoji_query = False
         self.composer.script = mode.script
 
     def clear(self) -> None:
         self.composer.clear()
         self.stabilizer.reset()
-        self.temporary_alphanumeric = False
+        self.temporary_alphanumeric = self.emoji_query = False
         self.composer.script = self.mode.script
 
     def edited(self, state: Composing) -> None:

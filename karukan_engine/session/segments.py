@@ -9,6 +9,7 @@ from typing import Callable
 
 from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.core.types import Candidate, Segment, Source
+from karukan_engine.rewriters import RewriterStage
 from karukan_engine.transliteration import Form, script_variants
 
 # F9/F10 work on the typed keys and cycle through their cases.
@@ -22,30 +23,31 @@ class SegmentChoice:
 
     Made from a converter's Segment, the list is built on first use: only the focused segment's
     list is shown, the others need their first candidate alone (a converter may compute the rest
-    lazily, see LazyCandidates).
+    lazily, see LazyCandidates). The rewriters add to it when it is built.
     """
 
     def __init__(self, reading: str, candidates: list[Candidate] | None = None, index: int = 0,
-                 segment: Segment | None = None) -> None:
+                 segment: Segment | None = None, rewriters: RewriterStage | None = None) -> None:
         if candidates is None and segment is None:
             raise ValueError("a segment choice needs candidates or a segment")
         self.reading = reading
         self.index = index
         self._candidates = candidates
         self._segment = segment
+        self._rewriters = rewriters
 
     @property
     def candidates(self) -> list[Candidate]:
         if self._candidates is None:
             assert self._segment is not None
-            self._candidates = _candidate_list(self._segment)
+            self._candidates = _candidate_list(self._segment, self._rewriters)
             self._segment = None
         return self._candidates
 
     @property
     def chosen(self) -> Candidate:
         if self._candidates is None and self.index == 0 and self._segment is not None \
-                and self._segment.best.surface:
+                and self._segment.best.surface and not (self._rewriters and self._rewriters.leads(self.reading)):
             return self._segment.best   # what the built list would start with
         return self.candidates[self.index]
 
@@ -64,9 +66,10 @@ class SegmentChoice:
         self.index = len(self.candidates) - 1
 
     def learn_pairs(self) -> LearnPairs:
-        """(reading, surface) to learn for this segment: none for a transliteration."""
+        """(reading, surface) to learn for this segment: none for a transliteration; for a date,
+        its kind (see RewriterStage.learn_pair)."""
         chosen = self.chosen
-        return () if chosen.source == Source.TRANSLITERATION else ((self.reading, chosen.surface),)
+        return () if chosen.source == Source.TRANSLITERATION else (RewriterStage.learn_pair(self.reading, chosen),)
 
 
 @dataclass
@@ -77,10 +80,13 @@ class Conversion:
     focus: int = 0
     # Lengths the user fixed by resizing (leading segments), passed back to the converter.
     fixed_lengths: tuple[int, ...] = field(default_factory=tuple)
+    # What adds emoji, dates, numbers … to each segment's list (None: the converter's list alone).
+    rewriters: RewriterStage | None = None
 
     @classmethod
-    def from_segments(cls, reading: str, segments: list[Segment], page_size: int) -> "Conversion":
-        return cls(reading, [_choice(s) for s in segments], page_size)
+    def from_segments(cls, reading: str, segments: list[Segment], page_size: int,
+                      rewriters: RewriterStage | None = None) -> "Conversion":
+        return cls(reading, [_choice(s, rewriters) for s in segments], page_size, rewriters=rewriters)
 
     @property
     def focused(self) -> SegmentChoice:
@@ -175,7 +181,7 @@ class Conversion:
     def replace_segments(self, segments: list[Segment], fixed_lengths: tuple[int, ...]) -> None:
         """New segmentation after a resize; segments before the focus keep the user's choices."""
         old = {i: s for i, s in enumerate(self.segments[: self.focus])}
-        self.segments = [_choice(s) for s in segments]
+        self.segments = [_choice(s, self.rewriters) for s in segments]
         for i, previous in old.items():
             if i < len(self.segments) and self.segments[i].reading == previous.reading:
                 chosen = previous.chosen
@@ -189,7 +195,7 @@ def refined(current: Conversion, reading: str, segments: list[Segment]) -> Conve
     conversion (another reading, or resized since) or changes nothing on screen."""
     if current.reading != reading or current.fixed_lengths:
         return None
-    better = Conversion.from_segments(reading, segments, current.page_size)
+    better = Conversion.from_segments(reading, segments, current.page_size, current.rewriters)
     return None if better.shown() == current.shown() else better
 
 
@@ -202,10 +208,12 @@ def _cases(text: str) -> list[str]:
     return out
 
 
-def _choice(segment: Segment) -> SegmentChoice:
-    return SegmentChoice(segment.reading, segment=segment)
+def _choice(segment: Segment, rewriters: RewriterStage | None) -> SegmentChoice:
+    return SegmentChoice(segment.reading, segment=segment, rewriters=rewriters)
 
 
-def _candidate_list(segment: Segment) -> list[Candidate]:
-    """The converter's candidates, then the script forms Mozc always offers at the end."""
-    return unique_surfaces(segment.candidates, script_variants(segment.reading))
+def _candidate_list(segment: Segment, rewriters: RewriterStage | None) -> list[Candidate]:
+    """The converter's candidates, then the script forms Mozc always offers at the end, then
+    what the rewriters add."""
+    listed = unique_surfaces(segment.candidates, script_variants(segment.reading))
+    return rewriters.rewrite(segment.reading, listed) if rewriters is not None else listed

@@ -1,10 +1,9 @@
 """One input context: keys in, views out.
 
-The keymap turns a key into a command for the current state (states.py); the state machine
-below runs it and asks the parts beside it: composition.py (typing, live text, suggestions),
-segments.py (the conversion, which edits its own segments), background.py (quick and late
-answers), field_context.py (the application's field), output.py (the View). The session calls
-only the Converter protocol, and never logs what the user types."""
+The keymap turns a key into a command for the current state (states.py); the state machine below
+runs it and asks its parts: composition.py (typing, live text, suggestions), segments.py (the
+conversion, which edits its own segments; rewriters add to its lists), background.py (quick and late
+answers), field_context.py, output.py (the View). It calls only the Converter protocol, logs no text."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from karukan_engine.config import Config
 from karukan_engine.conversion.stability import stabilizer_for
 from karukan_engine.core.types import Converter, check_segments
 from karukan_engine.live.live_service import UpdateKind, live_converter
+from karukan_engine.rewriters import RewriterStage
 from karukan_engine.romaji.composer import Composer, ComposerSettings, reading_of
 from karukan_engine.romaji.modes import InputMode
 from karukan_engine.session.background import BackgroundWork
@@ -43,7 +43,7 @@ _COMMAND_MODIFIERS = CONTROL_MASK | MOD1_MASK | MOD4_MASK
 
 
 class Session:
-    def __init__(self, converter: Converter, config: Config | None = None) -> None:
+    def __init__(self, converter: Converter, config: Config | None = None, rewriters: RewriterStage | None = None) -> None:
         self.converter = converter
         self.config = config or Config()
         # Problems with the user's keymap or romaji table: the session falls back to the
@@ -57,15 +57,15 @@ class Session:
                                       digit_width=inputs.digit_width, letter_width=inputs.letter_width),
         )
         self._page_size = self.config.session.page_size
+        self._rewriters = rewriters or RewriterStage(self.config.rewriters)   # emoji, dates … on Space
         self._state: SessionState = Idle()
         # Completions while composing ([suggest]); found off the key path with a live link.
         suggest = self.config.suggest
         self._work = BackgroundWork(converter, live_converter(converter) if suggest.enabled else None)
         self._field = FieldContext(self.config.session.context_chars, self.config.learning.enabled)
         self._typing = Composition(self._composer, InputMode.parse(inputs.mode), self.config.session.live_conversion,
-                                   stabilizer_for(converter), self._work, self._field, suggest)
-        self._aux = ""
-        self._commit = ""                     # text committed by the current event
+                                   stabilizer_for(converter), self._work, self._field, suggest, self.config.rewriters.emoji)
+        self._aux = self._commit = ""         # _commit: text committed by the current event
 
     # ---------------------------------------------------------------- public API
 
@@ -266,13 +266,13 @@ class Session:
     def _run_composition(self, command: Command, keysym: int, state: Composing) -> bool:
         c = self._composer
         shown = self._typing.shown_suggestions(state)
-        if command is Command.CONVERT and keysym == _SPACE and self._typing.typing_latin():
+        if command is Command.CONVERT and keysym == _SPACE and self._typing.space_is_text():
             self._type(" ", 0)   # Latin words keep their spaces
         elif command is Command.PREDICT and shown is not None:
             # Pending keys stay pending: a commit drops them, Escape gives them back.
             self._state = Suggesting(shown.entered(), state)
         elif command in (Command.CONVERT, Command.NEXT_CANDIDATE, Command.PREDICT):
-            self._start_conversion()
+            self._start_conversion(whole=self._typing.emoji_query)   # `:smile` stays one segment
         elif command is Command.PREV_CANDIDATE:
             conversion = self._start_conversion()
             if conversion is not None:
@@ -383,7 +383,7 @@ class Session:
             self._after_edit()
             return None
         segments = self._work.segments(self._field.request(reading), whole, quick=True)
-        conversion = Conversion.from_segments(reading, segments, self._page_size)
+        conversion = Conversion.from_segments(reading, segments, self._page_size, self._rewriters)
         self._state = Converting(conversion)
         return conversion
 
@@ -410,7 +410,7 @@ class Session:
             self._commit += text
             if learn_pairs and self._field.learning_allowed():
                 try:
-                    self.converter.record(list(learn_pairs), self._field.left)
+                    self._rewriters.record(self.converter, list(learn_pairs), self._field.left)
                 except Exception as exc:
                     log.warning("learning failed: %s", type(exc).__name__)
             self._field.committed(text)

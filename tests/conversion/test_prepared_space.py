@@ -31,7 +31,7 @@ from karukan_engine.lattice.converter import LatticeConverter  # noqa: E402
 from karukan_engine.session import Session, State  # noqa: E402
 from karukan_engine.session.field import FieldPrivacy  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
-from session_fakes import SuggestingConverter  # noqa: E402
+from session_fakes import NO_REWRITERS, SuggestingConverter  # noqa: E402
 from test_fused_lazy import ModelCalls  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="compiled dictionary not built")
@@ -63,8 +63,9 @@ class Attached:
     def __init__(self, fused: FusedConverter, prepare_delay_s: float = 0.0, learning: bool = False,
                  deliver=lambda update: None) -> None:
         self.service = LiveService(fused, prepare_delay_s=prepare_delay_s)
+        # No rewriters: the lists shown are compared with the converter's own.
         config = Config(session=SessionSettings(live_conversion=False),
-                        learning=LearningSettings(enabled=learning))
+                        learning=LearningSettings(enabled=learning), rewriters=NO_REWRITERS)
         self.session = Session(fused, config)
         self.session.attach_live(LiveLink(self.service, 1, deliver))
 

@@ -16,7 +16,7 @@ from karukan_engine.session.keysyms import (
 from karukan_engine.session.session import MAX_COMPOSITION_CHARS
 from ime_frontend.toolkit import HINT_PRIVATE, IBUS_RELEASE_MASK, IBUS_SUPER_MASK, PURPOSE_PASSWORD, PURPOSE_PIN, field_privacy, session_key_state
 from karukan_testing.inspect import typing_latin_until_word_ends
-from session_fakes import ScriptedConverter
+from session_fakes import NO_REWRITERS, ScriptedConverter
 
 WORDS = {
     "きょう": ["今日", "京", "強"],
@@ -33,7 +33,7 @@ def make(converter=None, **session) -> Session:
     """A session with live conversion off unless asked: most tests here are about the plain
     (non-live) state machine."""
     session.setdefault("live_conversion", False)
-    config = Config(session=SessionSettings(**session))
+    config = Config(session=SessionSettings(**session), rewriters=NO_REWRITERS)
     return Session(converter if converter is not None else ScriptedConverter(WORDS, SEGMENTS), config)
 
 

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from karukan_engine.config import RewriterSettings
 from karukan_engine.scheduling.scheduler import JobContext
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.transliteration import script_variants
 from karukan_engine.core.types import Candidate, Completion, ConversionRequest, Segment, Source
+
+# For tests of the state machine with scripted words: no rewriter adds to their lists (the
+# rewriters' own tests, tests/rewriters, turn them on).
+NO_REWRITERS = RewriterSettings(emoji=False, symbols=False, emoticons=False, dates=False, numbers=False,
+                                single_kanji=False)
 
 
 class ScriptedConverter:
