@@ -1,7 +1,8 @@
 """The user's configuration: one TOML file with defaults and validation.
 
 Location: $KARUKAN_CONFIG, else $XDG_CONFIG_HOME/karukan/config.toml (~/.config/...).
-This module validates the tables the session owns — [input], [session], [learning], [suggest] — and keeps
+This module validates the tables the session and the frontends own — [input], [session], [learning],
+[suggest], [ui] — and keeps
 every other table (e.g. [conversion], [models]) as parsed TOML in `Config.sections` for the layer
 that owns it to validate.
 
@@ -89,6 +90,17 @@ class SuggestSettings:
         _check_all(self, "suggest")
 
 
+CANDIDATE_LAYOUTS = ("vertical", "horizontal")
+
+
+@dataclass(frozen=True)
+class UISettings:
+    candidate_layout: str = "vertical"   # the candidate window: one candidate a line (Mozc's), or a strip
+
+    def check(self) -> None:
+        _check_all(self, "ui")
+
+
 # Privacy settings: the value used when the file's value cannot be used (never the weaker one).
 PRIVATE_FALLBACK: dict[tuple[str, str], Any] = {("learning", "enabled"): False}
 
@@ -113,6 +125,7 @@ _CHECKS: dict[str, dict[str, Callable[[Any], str | None]]] = {
     "session": {"page_size": _between(1, 9), "context_chars": _between(0, 1000), "keymap": _path_like},
     "learning": {},
     "suggest": {"count": _between(1, 9)},
+    "ui": {"candidate_layout": _among(CANDIDATE_LAYOUTS)},
 }
 
 
@@ -129,6 +142,7 @@ class Config:
     session: SessionSettings = field(default_factory=SessionSettings)
     learning: LearningSettings = field(default_factory=LearningSettings)
     suggest: SuggestSettings = field(default_factory=SuggestSettings)
+    ui: UISettings = field(default_factory=UISettings)
     # Tables owned by other layers, as parsed; each layer validates its own.
     sections: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     path: Path | None = None        # where it was loaded from, if anywhere
@@ -143,12 +157,13 @@ class Config:
         session_settings = _section(SessionSettings, data.get("session", {}), "session", source, problems)
         learning = _section(LearningSettings, data.get("learning", {}), "learning", source, problems)
         suggest = _section(SuggestSettings, data.get("suggest", {}), "suggest", source, problems)
+        ui = _section(UISettings, data.get("ui", {}), "ui", source, problems)
         if base_dir is not None:
             # Relative paths in a config file are relative to that file.
             input_settings = replace(input_settings, romaji_table=_resolve(input_settings.romaji_table, base_dir))
             session_settings = replace(session_settings, keymap=_resolve(session_settings.keymap, base_dir))
-        others = {k: v for k, v in data.items() if k not in ("input", "session", "learning", "suggest")}
-        return cls(input_settings, session_settings, learning, suggest, MappingProxyType(others),
+        others = {k: v for k, v in data.items() if k not in _CHECKS}
+        return cls(input_settings, session_settings, learning, suggest, ui, MappingProxyType(others),
                    problems=tuple(problems))
 
     @classmethod

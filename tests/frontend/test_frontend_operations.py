@@ -201,7 +201,7 @@ def test_the_addons_calls_and_signals_exist_with_the_services_signatures():
     source = read_addon(ADDON_SRC)
     calls = AddonSource(source).service_calls()
     assert {c.member for c in calls} >= {"CreateContext", "ProcessKey", "FocusIn", "FocusOut", "Reset",
-                                         "SelectCandidate", "DestroyContext"}
+                                         "SelectCandidate", "DestroyContext", "GetInfo"}
     assert mismatches(source, service.introspection_xml(), wire.INTERFACE) == []
 
 

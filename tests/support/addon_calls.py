@@ -32,6 +32,7 @@ _BASIC = {
     "uint32_t": "u", "int64_t": "x", "uint64_t": "t", "double": "d", "std::string": "s",
 }
 _STRUCTS = {"DBusStruct", "dbus::DBusStruct", "fcitx::dbus::DBusStruct"}
+_DICT_ENTRIES = {"DictEntry", "dbus::DictEntry", "fcitx::dbus::DictEntry"}
 _EXPR_ENDS = {";", ",", "&&", "||", "?", ":"}
 
 
@@ -198,6 +199,8 @@ class AddonSource:
             return self.signature(self.aliases[qualified]), rest
         if qualified in _STRUCTS:
             return "(" + "".join(args) + ")", rest
+        if qualified in _DICT_ENTRIES and len(args) == 2:
+            return "{" + "".join(args) + "}", rest
         if qualified == "std::vector" and len(args) == 1:
             return "a" + args[0], rest
         raise AddonReadError(f"no D-Bus type for the C++ type {qualified or tokens!r}")

@@ -58,6 +58,8 @@ using Item = dbus::DBusStruct<std::string, std::string, std::string>;
 using WireView = dbus::DBusStruct<bool, std::string, std::vector<Span>, uint32_t, std::vector<Item>, int32_t,
                                   int32_t, int32_t, uint32_t, std::string, std::string, bool,
                                   std::vector<Item>, int32_t>;
+// The service's GetInfo answer: its settings and state by name (see ime_frontend/service.py).
+using InfoEntry = dbus::DictEntry<std::string, std::string>;
 // A key's reply whose suggestion list is the one of the previous reply (sent once, not per key).
 constexpr int32_t kSuggestionsUnchanged = -2;
 
@@ -144,6 +146,7 @@ private:
     bool nameHasOwner();
     dbus::Message timedCall(dbus::Message &msg);
     Outcome simpleCall(InputContext *ic, const char *method, bool commit);
+    void readSettings();
     void onCapabilityChanged(InputContext *ic, CapabilityFlags oldFlags, CapabilityFlags newFlags);
     void onViewUpdated(dbus::Message &msg);
 
@@ -168,6 +171,8 @@ private:
     bool starting_ = false;      // a StartServiceByName is in flight: events are held
     bool lastCallMissing_ = false;
     uint64_t generation_ = 1;
+    uint64_t settingsGeneration_ = 0;   // the service generation whose settings were read
+    CandidateLayoutHint layout_ = CandidateLayoutHint::Vertical;   // its [ui] candidate_layout
     std::chrono::steady_clock::time_point backoffUntil_{};
     std::unordered_map<uint32_t, TrackableObjectReference<InputContext>> contexts_;
 };

@@ -212,6 +212,7 @@ KarukanState *KarukanEngine::ensureContext(InputContext *ic, Outcome *outcome) {
     }
     state->id = id;
     state->generation = generation_;
+    readSettings();
     state->repliedSuggestions.clear();  // a new context: its first reply carries its list whole
     state->repliedCursor = -1;
     contexts_[id] = ic->watch();
@@ -281,6 +282,27 @@ KarukanEngine::Outcome KarukanEngine::simpleCall(InputContext *ic, const char *m
         apply(ic, view, true, commit);
     }
     return outcome;
+}
+
+// The service's drawing settings ([ui] in its config), read once per service start; a service
+// that does not tell (or cannot answer now) leaves the default, a vertical list.
+void KarukanEngine::readSettings() {
+    if (settingsGeneration_ == generation_) {
+        return;
+    }
+    settingsGeneration_ = generation_;
+    layout_ = CandidateLayoutHint::Vertical;
+    auto msg = call("GetInfo");
+    auto reply = msg.call(timeoutUs_);
+    std::vector<InfoEntry> info;
+    if (reply.isError() || !(reply >> info)) {
+        return;
+    }
+    for (const auto &entry : info) {
+        if (entry.key() == "candidate_layout" && entry.value() == "horizontal") {
+            layout_ = CandidateLayoutHint::Horizontal;
+        }
+    }
 }
 
 // A field that turns sensitive: keys pass through from now on, so the service is told, and it
