@@ -31,6 +31,7 @@ from ime_frontend import wire
 from ime_frontend.bus import MessageBus, unexpected_loss
 from ime_frontend.contexts import ContextHost, EngineCore, eviction_victim
 from ime_frontend.fair import CLIENT, NestedTurns
+from karukan_engine.config import Config
 from karukan_engine.session.view import View
 
 log = logging.getLogger(__name__)
@@ -251,6 +252,8 @@ class EngineService:
             "version": ENGINE_VERSION,
             "converter": type(self._core.converter).__name__,
             "contexts": str(len(self._contexts)),
+            # Settings a frontend draws with (the fcitx5 addon reads it once per service start).
+            "candidate_layout": (self._core.config or Config()).ui.candidate_layout,
         }]
 
 

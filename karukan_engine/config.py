@@ -1,8 +1,8 @@
 """The user's configuration: one TOML file with defaults and validation.
 
 Location: $KARUKAN_CONFIG, else $XDG_CONFIG_HOME/karukan/config.toml (~/.config/...).
-This module validates the tables the session owns — [input], [session], [learning], [suggest],
-[rewriters] — and keeps
+This module validates the tables the session and the frontends own — [input], [session], [learning],
+[suggest], [rewriters], [ui] — and keeps
 every other table (e.g. [conversion], [models]) as parsed TOML in `Config.sections` for the layer
 that owns it to validate.
 
@@ -105,6 +105,17 @@ class RewriterSettings:
         _check_all(self, "rewriters")
 
 
+CANDIDATE_LAYOUTS = ("vertical", "horizontal")
+
+
+@dataclass(frozen=True)
+class UISettings:
+    candidate_layout: str = "vertical"   # the candidate window: one candidate a line (Mozc's), or a strip
+
+    def check(self) -> None:
+        _check_all(self, "ui")
+
+
 # Privacy settings: the value used when the file's value cannot be used (never the weaker one).
 PRIVATE_FALLBACK: dict[tuple[str, str], Any] = {("learning", "enabled"): False}
 
@@ -130,6 +141,7 @@ _CHECKS: dict[str, dict[str, Callable[[Any], str | None]]] = {
     "learning": {},
     "suggest": {"count": _between(1, 9)},
     "rewriters": {},
+    "ui": {"candidate_layout": _among(CANDIDATE_LAYOUTS)},
 }
 
 
@@ -147,6 +159,7 @@ class Config:
     learning: LearningSettings = field(default_factory=LearningSettings)
     suggest: SuggestSettings = field(default_factory=SuggestSettings)
     rewriters: RewriterSettings = field(default_factory=RewriterSettings)
+    ui: UISettings = field(default_factory=UISettings)
     # Tables owned by other layers, as parsed; each layer validates its own.
     sections: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     path: Path | None = None        # where it was loaded from, if anywhere
@@ -162,12 +175,13 @@ class Config:
         learning = _section(LearningSettings, data.get("learning", {}), "learning", source, problems)
         suggest = _section(SuggestSettings, data.get("suggest", {}), "suggest", source, problems)
         rewriters = _section(RewriterSettings, data.get("rewriters", {}), "rewriters", source, problems)
+        ui = _section(UISettings, data.get("ui", {}), "ui", source, problems)
         if base_dir is not None:
             # Relative paths in a config file are relative to that file.
             input_settings = replace(input_settings, romaji_table=_resolve(input_settings.romaji_table, base_dir))
             session_settings = replace(session_settings, keymap=_resolve(session_settings.keymap, base_dir))
-        others = {k: v for k, v in data.items() if k not in ("input", "session", "learning", "suggest", "rewriters")}
-        return cls(input_settings, session_settings, learning, suggest, rewriters, MappingProxyType(others),
+        others = {k: v for k, v in data.items() if k not in _CHECKS}
+        return cls(input_settings, session_settings, learning, suggest, rewriters, ui, MappingProxyType(others),
                    problems=tuple(problems))
 
     @classmethod

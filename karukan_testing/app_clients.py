@@ -47,7 +47,10 @@ class Shown:
     preedit_attrs: list = field(default_factory=list)   # IBus: Attribute; fcitx5: (text, flags) segments
     candidates: list[str] = field(default_factory=list)
     candidate_cursor: int = -1
+    candidate_attrs: list = field(default_factory=list)   # IBus: each candidate's Attributes
+    candidate_layout: int = -1   # IBus: the table's orientation; fcitx5: the list's layout hint
     aux: str = ""
+    aux_down: str = ""           # fcitx5: the line beside (horizontal) or above (vertical) the list
     properties: list[gv.Property] = field(default_factory=list)
     forwarded: list[tuple[int, int, bool]] = field(default_factory=list)
     window_updates: int = 0   # candidate window redraws: IBus (Update|Hide)LookupTable, fcitx5 UpdateClientSideUI
@@ -146,11 +149,13 @@ class IBusApp(_AppContext):
             visible = body[1]
             s.candidates = list(table.candidates) if visible else []
             s.candidate_cursor = table.cursor if visible and table.cursor_visible else -1
+            s.candidate_attrs = list(table.candidate_attrs) if visible else []
+            s.candidate_layout = table.orientation
             if s.candidates:
                 s.tables.append(s.candidates)
         elif msg.member == "HideLookupTable":
             s.window_updates += 1
-            s.candidates, s.candidate_cursor = [], -1
+            s.candidates, s.candidate_cursor, s.candidate_attrs = [], -1, []
         elif msg.member == "UpdateAuxiliaryText":
             s.aux = gv.decode_text(body[0].value)[0] if body[1] else ""
         elif msg.member == "RegisterProperties":
@@ -213,6 +218,8 @@ class FcitxApp(_AppContext):
             if s.candidates:
                 s.tables.append(s.candidates)
             s.aux = "".join(t for t, _f in aux_up)
+            s.aux_down = "".join(t for t, _f in aux_down)
+            s.candidate_layout = body[6] if len(body) > 6 else -1
         elif msg.member == "ForwardKey":
             s.forwarded.append((body[0], body[1], body[2]))
         return True

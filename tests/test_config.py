@@ -24,6 +24,16 @@ def test_suggest_section():
     assert [p for p in bad.problems if "suggest.count" in p] and [p for p in bad.problems if "suggest.enabled" in p]
 
 
+def test_ui_section():
+    assert Config().ui.candidate_layout == "vertical"
+    c = Config.from_toml('[ui]\ncandidate_layout = "horizontal"\n', "config.toml")
+    assert (c.ui.candidate_layout, c.problems) == ("horizontal", ()) and "ui" not in c.sections
+    bad = Config.from_toml('[ui]\ncandidate_layout = "diagonal"\n', "config.toml")
+    assert bad.ui.candidate_layout == "vertical"
+    assert bad.problems == ("config.toml: ui.candidate_layout must be one of 'vertical', 'horizontal', not "
+                            "'diagonal'; using \"vertical\"",)
+
+
 def test_full_file_and_other_sections(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text(

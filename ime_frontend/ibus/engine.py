@@ -43,13 +43,13 @@ class KarukanEngine(ServiceInterface):
     """One org.freedesktop.IBus.Engine object (one per input context the daemon opens)."""
 
     def __init__(self, bus: MessageBus, path: str, context: InputContext,
-                 on_destroy: Callable[["KarukanEngine"], None]) -> None:
+                 on_destroy: Callable[["KarukanEngine"], None], vertical: bool = True) -> None:
         super().__init__(ENGINE_IFACE)   # never assign self.name: it is the interface name
         self._bus = bus
         self.path = path
         self._context = context
         self._on_destroy = on_destroy
-        self._renderer = IBusRenderer()
+        self._renderer = IBusRenderer(vertical=vertical)
         # Lookup tables the panel draws wait for the client's new cursor rectangle (placement.py).
         self._placement = TablePlacement()
         self._held_timer: asyncio.TimerHandle | None = None
@@ -277,9 +277,11 @@ class EngineObjectService(ServiceInterface):
 class Factory(ServiceInterface):
     """org.freedesktop.IBus.Factory: CreateEngine hands the daemon a new engine object path."""
 
-    def __init__(self, bus: MessageBus, make_context: ContextFactory, engine_names: set[str]) -> None:
+    def __init__(self, bus: MessageBus, make_context: ContextFactory, engine_names: set[str],
+                 vertical: bool = True) -> None:
         super().__init__("org.freedesktop.IBus.Factory")
         self._bus = bus
+        self._vertical = vertical   # [ui] candidate_layout
         self._make_context = make_context
         self._engine_names = engine_names
         self._next = 1
@@ -295,7 +297,7 @@ class Factory(ServiceInterface):
         self._next += 1
         holder: list[KarukanEngine] = []
         context = await self._make_context(lambda view: holder[0].late_view(view) if holder else None)
-        engine = KarukanEngine(self._bus, path, context, self._forget)
+        engine = KarukanEngine(self._bus, path, context, self._forget, self._vertical)
         holder.append(engine)
         self._bus.export(path, engine)
         self._bus.export(path, EngineObjectService(engine))

@@ -85,13 +85,16 @@ def lookup_table(
     page_size: int | None = None,
     orientation: Orientation = Orientation.SYSTEM,
     round_: bool = False,
+    candidate_attrs: Sequence[Sequence[Attribute]] = (),
 ) -> Variant:
+    """candidate_attrs: each candidate's text attributes, in order (none for the ones left out)."""
     size = page_size if page_size is not None else max(1, len(candidates))
+    attrs = list(candidate_attrs) + [()] * (len(candidates) - len(candidate_attrs))
     return Variant(
         LOOKUP_TABLE_SIG,
         [
             "IBusLookupTable", {}, size, cursor, cursor_visible, round_, int(orientation),
-            [text(c) for c in candidates], [text(label) for label in labels],
+            [text(c, a) for c, a in zip(candidates, attrs)], [text(label) for label in labels],
         ],
     )
 
@@ -210,6 +213,7 @@ class DecodedLookupTable:
     orientation: int
     candidates: tuple[str, ...]
     labels: tuple[str, ...]
+    candidate_attrs: tuple[tuple[Attribute, ...], ...] = ()
 
 
 def decode_lookup_table(value: Variant | list) -> DecodedLookupTable:
@@ -217,6 +221,7 @@ def decode_lookup_table(value: Variant | list) -> DecodedLookupTable:
     return DecodedLookupTable(
         f[2], f[3], f[4], f[5], f[6],
         tuple(decode_text(c)[0] for c in f[7]), tuple(decode_text(c)[0] for c in f[8]),
+        tuple(tuple(decode_text(c)[1]) for c in f[7]),
     )
 
 

@@ -115,6 +115,17 @@ def _build_core(use_model: bool):
     return build_core(use_model)
 
 
+def _vertical_candidates() -> bool:
+    """[ui] candidate_layout from the user's config (the engine or the service reports its
+    problems; a file that cannot be used leaves the default, vertical)."""
+    from karukan_engine.config import Config, ConfigError
+
+    try:
+        return Config.load().ui.candidate_layout == "vertical"
+    except ConfigError:
+        return True
+
+
 def _closer(fn):
     """An async closer for fn, awaiting its result when it returns one (an executor future)."""
 
@@ -134,7 +145,7 @@ async def run(args: argparse.Namespace) -> int:
     address = await _wait_for_address(args.address)
     bus = await MessageBus(bus_address=address).connect()
     make_context, closers = _context_factory(args, loop)
-    bus.export(FACTORY_PATH, Factory(bus, make_context, {ENGINE_NAME}))
+    bus.export(FACTORY_PATH, Factory(bus, make_context, {ENGINE_NAME}, vertical=_vertical_candidates()))
     if args.ibus:
         await bus.request_name(COMPONENT_NAME)
     else:

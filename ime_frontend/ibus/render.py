@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ime_frontend.ibus import gvariant as gv
-from karukan_engine.session.view import PreeditStyle, View
+from karukan_engine.session.view import CandidateItem, PreeditStyle, View
 
 PREEDIT_CLEAR = 0
 PREEDIT_COMMIT = 1
@@ -18,8 +18,26 @@ PREEDIT_COMMIT = 1
 # The focused segment in conversion: light text on a blue background, as most IBus engines do.
 HIGHLIGHT_FOREGROUND = 0xFFFFFF
 HIGHLIGHT_BACKGROUND = 0x3465A4
+# A candidate's annotation follows its text in grey (IBus tables have no comment column; ibus-mozc
+# appends its descriptions the same way).
+ANNOTATION_FOREGROUND = 0x808080
 
 Signal = tuple[str, str, list[Any]]   # (member, signature, body)
+
+
+def candidate_text(item: CandidateItem) -> tuple[str, tuple[gv.Attribute, ...]]:
+    """A candidate as the lookup table shows it: its text, then its annotation in grey."""
+    if not item.annotation:
+        return item.text, ()
+    start = len(item.text) + 1
+    shown = f"{item.text} {item.annotation}"
+    return shown, (gv.Attribute(gv.AttrType.FOREGROUND, ANNOTATION_FOREGROUND, start, len(shown)),)
+
+
+def aux_text(view: View) -> str:
+    """The auxiliary text: the session's message, then the candidate window's footer ([2/37], or
+    the suggestion list's hint), as ibus-mozc shows them above its table."""
+    return "  ".join(part for part in (view.aux, view.candidate_footer) if part)
 
 
 def preedit_attributes(view: View) -> list[gv.Attribute]:
@@ -43,6 +61,7 @@ class IBusRenderer:
     _preedit: tuple | None = None
     _table: tuple | None = None
     _aux: str | None = None
+    vertical: bool = True            # [ui] candidate_layout: one candidate a line, else a strip
     # Whether the last render moved the caret on screen (the preedit text before it changed):
     # the client will report a new cursor rectangle once it has drawn the preedit.
     caret_moved: bool = False
@@ -54,9 +73,10 @@ class IBusRenderer:
             signals.append(("CommitText", "v", [gv.text(view.commit)]))
         self._render_preedit(view, signals)
         self._render_table(view, signals)
-        if view.aux != (self._aux or ""):
-            signals.append(("UpdateAuxiliaryText", "vb", [gv.text(view.aux), bool(view.aux)]))
-        self._aux = view.aux
+        aux = aux_text(view)
+        if aux != (self._aux or ""):
+            signals.append(("UpdateAuxiliaryText", "vb", [gv.text(aux), bool(aux)]))
+        self._aux = aux
         return signals
 
     @property
@@ -91,13 +111,15 @@ class IBusRenderer:
         state = (tuple((i.label, i.text, i.annotation) for i in page.items), page.cursor)
         if state == self._table:
             return
-        candidates = [f"{i.text} {i.annotation}" if i.annotation else i.text for i in page.items]
+        shown = [candidate_text(i) for i in page.items]
         table = gv.lookup_table(
-            candidates,
+            [text for text, _attrs in shown],
             labels=[i.label for i in page.items],
             cursor=page.cursor if page.cursor is not None else 0,
             cursor_visible=page.cursor is not None,
             page_size=len(page.items),
+            orientation=gv.Orientation.VERTICAL if self.vertical else gv.Orientation.HORIZONTAL,
+            candidate_attrs=[attrs for _text, attrs in shown],
         )
         signals.append(("UpdateLookupTable", "vb", [table, True]))
         self._table = state

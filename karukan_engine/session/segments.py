@@ -4,7 +4,7 @@ object edits its segments."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from karukan_engine.core.candidates import unique_surfaces
@@ -214,6 +214,11 @@ def _choice(segment: Segment, rewriters: RewriterStage | None) -> SegmentChoice:
 
 def _candidate_list(segment: Segment, rewriters: RewriterStage | None) -> list[Candidate]:
     """The converter's candidates, then the script forms Mozc always offers at the end, then
-    what the rewriters add."""
-    listed = unique_surfaces(segment.candidates, script_variants(segment.reading))
+    what the rewriters add. A candidate that is one of those forms and carries no annotation of
+    its own gets the form's (かんじ → [全]ひらがな, カンジ → [全]カタカナ), as Mozc labels them
+    wherever they stand."""
+    forms = script_variants(segment.reading)
+    labels = {form.surface: form.annotation for form in forms}
+    listed = unique_surfaces((replace(c, annotation=labels[c.surface]) if not c.annotation and c.surface in labels
+                              else c for c in segment.candidates), forms)
     return rewriters.rewrite(segment.reading, listed) if rewriters is not None else listed

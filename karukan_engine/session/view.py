@@ -21,11 +21,15 @@ class PreeditSpan:
     style: PreeditStyle = PreeditStyle.UNDERLINE
 
 
+# The footer of a suggestion list nobody has entered yet: how to enter it (Mozc's words).
+SUGGESTION_HINT = "Tabキーで選択"
+
+
 @dataclass(frozen=True)
 class CandidateItem:
     label: str          # "1".."9"
     text: str
-    annotation: str = ""
+    annotation: str = ""   # what the candidate is (「[全]カタカナ」「絵文字」), shown beside it
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,17 @@ class CandidatePage:
     page: int            # 0-based page index
     pages: int           # number of pages
     total: int           # number of candidates over all pages
+
+    @property
+    def position(self) -> int | None:
+        """The selected candidate's place over all pages, from 1 (the 2 of Mozc's 2/37); None when
+        nothing is selected. Every page before the last is full, so the last one starts at
+        total - its length and any other at page × its length."""
+        if self.cursor is None:
+            return None
+        last = self.page >= self.pages - 1
+        first = self.total - len(self.items) if last else self.page * len(self.items)
+        return max(0, first) + self.cursor + 1
 
 
 @dataclass(frozen=True)
@@ -54,3 +69,15 @@ class View:
     @property
     def preedit_text(self) -> str:
         return "".join(s.text for s in self.preedit)
+
+    @property
+    def candidate_footer(self) -> str:
+        """The line the candidate window shows under its list: where the selected candidate is
+        ([2/37]), or, for a suggestion list not entered yet, SUGGESTION_HINT. The fcitx5 addon
+        (panel.cpp) writes the same from the wire form."""
+        page = self.candidates if self.candidates is not None else self.suggestions
+        if page is None or not page.items:
+            return ""
+        if page.cursor is None:
+            return SUGGESTION_HINT if self.candidates is None else ""
+        return f"[{page.position}/{page.total}]"

@@ -15,7 +15,7 @@ from dbus_fast.signature import get_signature_tree
 from hypothesis import given
 from hypothesis import strategies as st
 
-from addon_calls import AddonSource, interface_methods, mismatches
+from addon_calls import AddonSource, interface_methods, mismatches, read_addon
 from ime_frontend import contexts, operations as ops, service, wire
 from ime_frontend.client import EngineClient, RemoteContext
 from ime_frontend.contexts import ContextHost, EngineCore
@@ -30,7 +30,7 @@ from karukan_engine.session.view import View
 from test_service_resilience import TIMEOUT_S, bus_address, run, running_service  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
-ADDON = ROOT / "ime_frontend/fcitx5/src/karukan.cpp"
+ADDON_SRC = ROOT / "ime_frontend/fcitx5/src"
 ENGINE = ROOT / "ime_frontend/ibus/engine.py"
 SPACE = 0x20
 
@@ -198,15 +198,15 @@ def test_a_call_with_wrong_arguments_is_refused_before_it_is_sent(call, mistake)
 
 
 def test_the_addons_calls_and_signals_exist_with_the_services_signatures():
-    source = ADDON.read_text(encoding="utf-8")
+    source = read_addon(ADDON_SRC)
     calls = AddonSource(source).service_calls()
     assert {c.member for c in calls} >= {"CreateContext", "ProcessKey", "FocusIn", "FocusOut", "Reset",
-                                         "SelectCandidate", "DestroyContext"}
+                                         "SelectCandidate", "DestroyContext", "GetInfo"}
     assert mismatches(source, service.introspection_xml(), wire.INTERFACE) == []
 
 
 def test_the_addon_talks_to_the_services_name_path_and_interface():
-    addon = AddonSource(ADDON.read_text(encoding="utf-8"))
+    addon = AddonSource(read_addon(ADDON_SRC))
     assert (addon.constant("kService"), addon.constant("kPath"), addon.constant("kInterface")) == \
         (wire.BUS_NAME, wire.OBJECT_PATH, wire.INTERFACE)
 
@@ -221,7 +221,7 @@ def test_the_addon_talks_to_the_services_name_path_and_interface():
     ('kInterface, "ViewUpdated")', 'kInterface, "ViewChanged")', "signal ViewChanged"),
 ])
 def test_a_change_on_the_addons_side_is_caught(old, new, problem):
-    source = ADDON.read_text(encoding="utf-8")
+    source = read_addon(ADDON_SRC)
     assert old in source
     found = mismatches(source.replace(old, new), service.introspection_xml(), wire.INTERFACE)
     assert any(problem in p for p in found), found
@@ -236,7 +236,7 @@ def test_a_change_on_the_addons_side_is_caught(old, new, problem):
 def test_a_change_on_the_services_side_is_caught(old, new, problem):
     xml = service.introspection_xml()
     assert old in xml
-    found = mismatches(ADDON.read_text(encoding="utf-8"), xml.replace(old, new), wire.INTERFACE)
+    found = mismatches(read_addon(ADDON_SRC), xml.replace(old, new), wire.INTERFACE)
     assert any(problem in p for p in found), found
 
 

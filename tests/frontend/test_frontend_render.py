@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 
 from ime_frontend import wire
 from ime_frontend.ibus import gvariant as gv
-from ime_frontend.ibus.render import PREEDIT_COMMIT, IBusRenderer, preedit_attributes
-from karukan_engine.session.view import CandidateItem, CandidatePage, PreeditSpan, PreeditStyle, View
+from ime_frontend.ibus.render import (
+    ANNOTATION_FOREGROUND, PREEDIT_COMMIT, IBusRenderer, aux_text, candidate_text, preedit_attributes,
+)
+from karukan_engine.session.view import SUGGESTION_HINT, CandidateItem, CandidatePage, PreeditSpan, PreeditStyle, View
 
 texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12)
 spans = st.lists(st.builds(PreeditSpan, texts, st.sampled_from(list(PreeditStyle))), max_size=4)
@@ -51,6 +53,8 @@ class ClientModel:
         self.table: tuple | None = None
         self.aux = ""
         self.committed: list[str] = []
+        self.orientation: int | None = None
+        self.candidate_attrs: tuple = ()
 
     def apply(self, member: str, body: list) -> None:
         if member == "CommitText":
@@ -62,6 +66,7 @@ class ClientModel:
         elif member == "UpdateLookupTable":
             table = gv.decode_lookup_table(body[0])
             self.table = (table.candidates, table.labels, table.cursor, table.cursor_visible) if body[1] else None
+            self.orientation, self.candidate_attrs = table.orientation, table.candidate_attrs
         elif member == "UpdateAuxiliaryText":
             self.aux = gv.decode_text(body[0])[0] if body[1] else ""
         else:
@@ -88,7 +93,7 @@ def test_client_shows_exactly_the_last_view(sequence):
     shown = (text, min(last.caret, len(text)), tuple(preedit_attributes(last))) if text else ("", 0, ())
     assert client.preedit == shown
     assert client.table == expected_table(last)
-    assert client.aux == last.aux
+    assert client.aux == aux_text(last)
     assert client.committed == [v.commit for v in sequence if v.commit]
 
 
@@ -142,3 +147,37 @@ def test_suggestions_fill_the_lookup_table_without_a_cursor_until_selected():
     for member, _s, body in renderer.render(View(True, (PreeditSpan("ありがと"),), 4)):
         client.apply(member, body)
     assert client.table is None
+
+
+def _shown(renderer: IBusRenderer, view: View) -> ClientModel:
+    client = ClientModel()
+    for member, _s, body in renderer.render(view):
+        client.apply(member, body)
+    return client
+
+
+def test_the_table_is_vertical_unless_the_setting_says_horizontal():
+    view = View(True, (PreeditSpan("かんじ"),), 3, CandidatePage((CandidateItem("1", "漢字"),), 0, 0, 1, 1))
+    assert _shown(IBusRenderer(), view).orientation == gv.Orientation.VERTICAL
+    assert _shown(IBusRenderer(vertical=False), view).orientation == gv.Orientation.HORIZONTAL
+
+
+def test_an_annotation_follows_its_candidate_in_grey():
+    items = (CandidateItem("1", "漢字"), CandidateItem("2", "カンジ", "[全]カタカナ"))
+    client = _shown(IBusRenderer(), View(True, (PreeditSpan("漢字"),), 2, CandidatePage(items, 0, 0, 1, 2)))
+    assert client.table[0] == ("漢字", "カンジ [全]カタカナ")
+    grey = gv.Attribute(gv.AttrType.FOREGROUND, ANNOTATION_FOREGROUND, 4, 11)
+    assert client.candidate_attrs == ((), (grey,))
+    assert candidate_text(items[1]) == ("カンジ [全]カタカナ", (grey,))
+
+
+def test_the_aux_text_carries_the_page_indicator_or_the_suggestion_hint():
+    items = tuple(CandidateItem(str(i + 1), f"候補{i}") for i in range(3))
+    converting = View(True, (PreeditSpan("候補1"),), 0, CandidatePage(items, 1, 2, 3, 21))
+    assert _shown(IBusRenderer(), converting).aux == "[20/21]"      # the last page holds 19..21
+    message = View(True, (PreeditSpan("候補1"),), 0, CandidatePage(items, 1, 2, 3, 21), aux="ライブ変換: オン")
+    assert _shown(IBusRenderer(), message).aux == "ライブ変換: オン  [20/21]"
+    suggesting = View(True, (PreeditSpan("こう"),), 2, suggestions=CandidatePage(items, None, 0, 1, 3))
+    assert _shown(IBusRenderer(), suggesting).aux == SUGGESTION_HINT
+    entered = View(True, (PreeditSpan("候補0"),), 3, suggestions=CandidatePage(items, 0, 0, 1, 3))
+    assert _shown(IBusRenderer(), entered).aux == "[1/3]"

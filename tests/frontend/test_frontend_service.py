@@ -18,6 +18,7 @@ from ime_frontend.client import EngineClient
 from ime_frontend.contexts import EngineCore
 from karukan_testing.headless import HeadlessDesktop
 from ime_frontend.service import MAX_SURROUNDING_CHARS, EngineService, serve
+from karukan_engine.config import Config
 from karukan_engine.live.live_service import LateUpdate
 from karukan_engine.conversion.plain import PlainConverter
 from karukan_engine.session import Session
@@ -126,6 +127,21 @@ def test_malformed_calls_get_errors_and_the_service_stays_up(bus_address):
             with pytest.raises(DBusError):
                 await ctx.get_view()
             client.disconnect()
+
+    run(body())
+
+
+def test_the_service_tells_frontends_its_candidate_layout(bus_address):
+    """The fcitx5 addon draws its list as GetInfo says ([ui] candidate_layout; vertical by default)."""
+    horizontal = Config.from_toml('[ui]\ncandidate_layout = "horizontal"\n')
+
+    async def body():
+        for core, layout in ((lambda: EngineCore(PlainConverter()), "vertical"),
+                             (lambda: EngineCore(PlainConverter(), config=horizontal), "horizontal")):
+            async with running_service(bus_address, core):
+                client = await EngineClient.connect(bus_address)
+                assert (await client.info())["candidate_layout"] == layout
+                client.disconnect()
 
     run(body())
 

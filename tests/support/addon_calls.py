@@ -32,7 +32,19 @@ _BASIC = {
     "uint32_t": "u", "int64_t": "x", "uint64_t": "t", "double": "d", "std::string": "s",
 }
 _STRUCTS = {"DBusStruct", "dbus::DBusStruct", "fcitx::dbus::DBusStruct"}
+_DICT_ENTRIES = {"DictEntry", "dbus::DictEntry", "fcitx::dbus::DictEntry"}
 _EXPR_ENDS = {";", ",", "&&", "||", "?", ":"}
+
+
+def read_addon(src_dir) -> str:
+    """The addon's source as one text: its headers first (the class and its members), then its
+    .cpp files, which define the members out of line."""
+    from pathlib import Path
+
+    files = sorted(Path(src_dir).glob("*.h")) + sorted(Path(src_dir).glob("*.cpp"))
+    if not files:
+        raise AddonReadError(f"no addon source in {src_dir}")
+    return "\n".join(f.read_text(encoding="utf-8") for f in files)
 
 
 class AddonReadError(Exception):
@@ -60,6 +72,7 @@ class _Function:
 class AddonSource:
     def __init__(self, source: str) -> None:
         text = "\n".join("" if line.lstrip().startswith("#") else line for line in source.splitlines())
+        self._classes = set(re.findall(r"\b(?:class|struct)\s+(\w+)", text))
         self.tokens: list[str] = []
         at = 0
         for m in _TOKEN.finditer(text):
@@ -125,7 +138,10 @@ class AddonSource:
             elif depth == 0 and not (_is_name(tok) or tok in ("::", "&", "*")):
                 break
             j -= 1
-        return tuple(tok for tok in t[j + 1:i] if tok not in ("const", "&", "*", "static", "constexpr", "inline"))
+        found = [tok for tok in t[j + 1:i] if tok not in ("const", "&", "*", "static", "constexpr", "inline")]
+        if len(found) >= 3 and found[-1] == "::" and found[-2] in self._classes:
+            found = found[:-2]       # `Message KarukanEngine::call(`: a member defined out of line
+        return tuple(found)
 
     def _aliases(self) -> dict[str, tuple[str, ...]]:
         t, aliases = self.tokens, {}
@@ -183,6 +199,8 @@ class AddonSource:
             return self.signature(self.aliases[qualified]), rest
         if qualified in _STRUCTS:
             return "(" + "".join(args) + ")", rest
+        if qualified in _DICT_ENTRIES and len(args) == 2:
+            return "{" + "".join(args) + "}", rest
         if qualified == "std::vector" and len(args) == 1:
             return "a" + args[0], rest
         raise AddonReadError(f"no D-Bus type for the C++ type {qualified or tokens!r}")
@@ -246,10 +264,12 @@ class AddonSource:
         return helpers
 
     def call_sites(self, fname: str) -> list[int]:
-        """Indices of calls of fname (not its definition, not a method of another object)."""
+        """Indices of calls of fname (not its definition or declaration, not a method of another
+        object): only inside function bodies, where a declaration cannot stand."""
         t, headers = self.tokens, {f.header for f in self.functions}
         return [i for i in range(1, len(t) - 1)
-                if t[i] == fname and t[i + 1] == "(" and i not in headers and t[i - 1] not in (".", "->")]
+                if t[i] == fname and t[i + 1] == "(" and i not in headers and t[i - 1] not in (".", "->")
+                and any(f.start < i < f.end for f in self.functions)]
 
     def argument(self, site: int, index: int) -> list[str]:
         args = _split_top(self.tokens[site + 2:self._match(site + 1)], {","})
