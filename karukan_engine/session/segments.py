@@ -214,11 +214,13 @@ def _choice(segment: Segment, rewriters: RewriterStage | None) -> SegmentChoice:
 
 def _candidate_list(segment: Segment, rewriters: RewriterStage | None) -> list[Candidate]:
     """The converter's candidates, then the script forms Mozc always offers at the end, then
-    what the rewriters add. A candidate that is one of those forms and carries no annotation of
-    its own gets the form's (かんじ → [全]ひらがな, カンジ → [全]カタカナ), as Mozc labels them
-    wherever they stand."""
+    what the rewriters add. A candidate still without an annotation that is one of those forms
+    gets the form's (かんじ → [全]ひらがな, カンジ → [全]カタカナ), as Mozc labels them
+    wherever they stand; a rewriter's own label (１００ → [全]数字) comes first."""
     forms = script_variants(segment.reading)
+    listed = unique_surfaces(segment.candidates, forms)
+    if rewriters is not None:
+        listed = rewriters.rewrite(segment.reading, listed)
     labels = {form.surface: form.annotation for form in forms}
-    listed = unique_surfaces((replace(c, annotation=labels[c.surface]) if not c.annotation and c.surface in labels
-                              else c for c in segment.candidates), forms)
-    return rewriters.rewrite(segment.reading, listed) if rewriters is not None else listed
+    return [replace(c, annotation=labels[c.surface]) if not c.annotation and c.surface in labels else c
+            for c in listed]
