@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from datetime import date
 
-from e2e_support import eventually, run
+from e2e_support import run
 from rewriter_e2e import convert_and_commit, shows
-from test_e2e_fcitx5 import _service_up, ready_app
+from test_e2e_fcitx5 import ready_app
+from test_e2e_fcitx5_candidate_window import service_answers
 
 
 def test_fcitx5_neko_commits_the_cat_emoji_and_kyou_todays_date(fcitx5_desktop):
     async def body():
-        await eventually(lambda: _service_up(fcitx5_desktop), timeout_s=45, interval_s=0.3)
+        await service_answers(fcitx5_desktop)
         app = await ready_app(fcitx5_desktop)
         pages = await convert_and_commit(app, "neko", "🐱")
         assert shows(pages[0], "🐱")
