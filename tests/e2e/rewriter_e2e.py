@@ -7,8 +7,11 @@ SPACE, RETURN = 0x20, 0xFF0D
 MAX_STEPS = 40
 
 
-def shows(page: list[str], surface: str) -> bool:
-    """Whether the page lists surface (a frontend may show its annotation after it)."""
+def shows(page: list[str], surface: str, annotation: str = "") -> bool:
+    """Whether the page lists surface, with `annotation` after it when one is given (both
+    frameworks' windows show it after the candidate's text)."""
+    if annotation:
+        return f"{surface} {annotation}" in page
     return any(text == surface or text.startswith(surface + " ") for text in page)
 
 

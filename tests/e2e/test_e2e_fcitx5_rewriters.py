@@ -15,7 +15,7 @@ def test_fcitx5_neko_commits_the_cat_emoji_and_kyou_todays_date(fcitx5_desktop):
         await service_answers(fcitx5_desktop)
         app = await ready_app(fcitx5_desktop)
         pages = await convert_and_commit(app, "neko", "🐱")
-        assert shows(pages[0], "🐱")
+        assert shows(pages[0], "🐱", "絵文字")
         today = f"{date.today():%Y/%m/%d}"
         pages = await convert_and_commit(app, "kyou", today)
         assert not pages[0][0].startswith(today) and shows(pages[0], today)
