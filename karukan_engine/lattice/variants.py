@@ -27,19 +27,26 @@ def kanji_number(number: str) -> str | None:
     value = int(digits)
     if value == 0:
         return "〇"
+    return grouped_number(value, _KANJI_DIGITS, _SMALL_UNITS, _LARGE_UNITS, write_one=False)
+
+
+def grouped_number(value: int, digits: str, small: tuple[tuple[int, str], ...], large: tuple[str, ...],
+                   write_one: bool) -> str:
+    """A positive value in groups of four (万, 億 …) with units inside each group (千 百 十);
+    write_one: 一千 (大字 writes every count) or 千. The caller bounds value by len(large)."""
     groups = []
     unit = 0
     while value:
         value, group = divmod(value, 10000)
         if group:
             text = ""
-            for size, name in _SMALL_UNITS:
+            for size, name in small:
                 count, group = divmod(group, size)
                 if count:
-                    text += ("" if count == 1 else _KANJI_DIGITS[count]) + name
+                    text += ("" if count == 1 and not write_one else digits[count]) + name
             if group:
-                text += _KANJI_DIGITS[group]
-            groups.append(text + _LARGE_UNITS[unit])
+                text += digits[group]
+            groups.append(text + large[unit])
         unit += 1
     return "".join(reversed(groups))
 

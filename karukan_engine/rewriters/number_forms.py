@@ -4,6 +4,8 @@ number reading parsed to its value (さんびゃくごじゅう → 350)."""
 
 from __future__ import annotations
 
+from karukan_engine.lattice.variants import grouped_number
+
 _DAIJI_DIGITS = "零壱弐参四伍六七八九"
 _DAIJI_SMALL = ((1000, "阡"), (100, "百"), (10, "拾"))
 _DAIJI_LARGE = ("", "萬", "億", "兆", "京")
@@ -20,21 +22,7 @@ def daiji(value: int) -> str | None:
         return None
     if value == 0:
         return _DAIJI_DIGITS[0]
-    groups = []
-    unit = 0
-    while value:
-        value, group = divmod(value, 10000)
-        if group:
-            text = ""
-            for size, name in _DAIJI_SMALL:
-                count, group = divmod(group, size)
-                if count:
-                    text += _DAIJI_DIGITS[count] + name
-            if group:
-                text += _DAIJI_DIGITS[group]
-            groups.append(text + _DAIJI_LARGE[unit])
-        unit += 1
-    return "".join(reversed(groups))
+    return grouped_number(value, _DAIJI_DIGITS, _DAIJI_SMALL, _DAIJI_LARGE, write_one=True)
 
 
 def roman(value: int, lower: bool = False) -> str | None:
