@@ -42,6 +42,7 @@ from karukan_engine.lattice.search import SearchSpace
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
 from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
 from karukan_engine.lattice.variants import load_symbols, number_variants, symbol_variants
+from karukan_engine.lattice.word_lm import MAX_CONTEXT_WORD, WordLmWeights, WordScorer, space_terms
 from karukan_engine.transliteration import Form, script_variants
 
 SEGMENT_ALTERNATIVES = 20
@@ -72,12 +73,16 @@ class _Analysis:
 class LatticeConverter:
     def __init__(self, dictionary: SystemDictionary, user_dictionary: UserDictionary | None = None,
                  learning: LearningStore | None = None, lm: Callable[[], TextScorer | None] | None = None,
-                 lm_weights: LmWeights = LmWeights()) -> None:
+                 lm_weights: LmWeights = LmWeights(), word_lm: Callable[[], WordScorer | None] | None = None,
+                 word_weights: WordLmWeights = WordLmWeights()) -> None:
         """lm: gives the language model the paths are judged with, or None while it loads (or
-        without one: the dictionary's costs alone)."""
+        without one: the dictionary's costs alone); word_lm: the same for the word n-gram the
+        search itself scores words with (lattice/word_lm.py)."""
         self.dictionary = dictionary
         self.lm = lm
         self.lm_weights = lm_weights
+        self.word_lm = word_lm
+        self.word_weights = word_weights
         self.user_dictionary = user_dictionary
         self.learning = learning
         sources = []
@@ -128,15 +133,18 @@ class LatticeConverter:
         # the learned choice after a context depends on the context's last characters
         scorer = self.lm() if self.lm is not None and self.lm_weights.weight > 0 else None
         lm_context = request.left_context[-self.lm_weights.context_chars:] if scorer is not None else None
+        words = self.word_lm() if self.word_lm is not None and self.word_weights.weight > 0 else None
+        word_context = request.left_context[-MAX_CONTEXT_WORD:] if words is not None else None
         key = (request.reading, tuple(cuts), start, context_key(request.left_context), self._versions(),
-               lm_context)
+               lm_context, word_context)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
                 self._cache.move_to_end(key)
                 return found
         lattice = self.builder.build(request.reading, cuts)
-        space = SearchSpace(lattice, self.dictionary, 0, len(request.reading), bos_choices=start)
+        space = SearchSpace(lattice, self.dictionary, 0, len(request.reading), bos_choices=start,
+                            **space_terms(words, lattice, request.left_context, self.word_weights))
         ranked = ranked_paths(lattice, space, scorer, request.left_context, self.lm_weights)
         analysis = _Analysis(lattice, space, cuts, ranked)
         with self._lock:
