@@ -42,7 +42,14 @@ from karukan_engine.lattice.search import SearchSpace
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
 from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
 from karukan_engine.lattice.variants import load_symbols, number_variants, symbol_variants
-from karukan_engine.lattice.word_lm import MAX_CONTEXT_WORD, WordLmWeights, WordScorer, space_terms
+from karukan_engine.lattice.word_lm import (
+    MAX_CONTEXT_WORD,
+    LoadedWordScorer,
+    WordLmWeights,
+    WordScorer,
+    path_rescorer,
+    space_terms,
+)
 from karukan_engine.transliteration import Form, script_variants
 
 SEGMENT_ALTERNATIVES = 20
@@ -101,13 +108,15 @@ class LatticeConverter:
 
     @classmethod
     def load_default(cls, directory: Path = DEFAULT_DIR,
-                     lm: Callable[[], TextScorer | None] | None = None) -> "LatticeConverter":
+                     lm: Callable[[], TextScorer | None] | None = None, words: bool = False) -> "LatticeConverter":
         """The bundled system dictionary with the user's dictionary and learning history (and
-        the language model `lm` gives, with its fitted weights). Raises FileNotFoundError when
-        the compiled dictionary is missing, DictionaryFormatError when it is damaged."""
+        the language model `lm` gives, with its fitted weights; words: the bundled word n-gram
+        too, loading in the background). Raises FileNotFoundError when the compiled dictionary
+        is missing, DictionaryFormatError when it is damaged."""
         dictionary = SystemDictionary(directory)
         user = UserDictionary(pos_names=dictionary.user_pos)
-        return cls(dictionary, user, LearningStore(), lm=lm)
+        word_lm = LoadedWordScorer(dictionary) if words and WordLmWeights().weight > 0 else None
+        return cls(dictionary, user, LearningStore(), lm=lm, word_lm=word_lm)
 
     def clear_cache(self) -> None:
         """Forget the last analysis (benchmarks; the cache is otherwise keyed safely)."""
@@ -145,7 +154,8 @@ class LatticeConverter:
         lattice = self.builder.build(request.reading, cuts)
         space = SearchSpace(lattice, self.dictionary, 0, len(request.reading), bos_choices=start,
                             **space_terms(words, lattice, request.left_context, self.word_weights))
-        ranked = ranked_paths(lattice, space, scorer, request.left_context, self.lm_weights)
+        ranked = ranked_paths(lattice, space, scorer, request.left_context, self.lm_weights,
+                              path_rescorer(words, lattice, request.left_context, self.word_weights))
         analysis = _Analysis(lattice, space, cuts, ranked)
         with self._lock:
             self._cache[key] = analysis

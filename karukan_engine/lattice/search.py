@@ -125,12 +125,14 @@ class SearchSpace:
         where[cur == EOS] = self.hi - self.lo
         order = np.lexsort((cur, where))
         prev, cur, bonus, where = prev[order], cur[order], bonus[order], where[order]
-        cuts = np.flatnonzero(np.diff(where)) + 1
-        for p, c, b, w in zip(np.split(prev, cuts), np.split(cur, cuts), np.split(bonus, cuts), np.split(where, cuts)):
-            self._bonus_at[int(w[0])] = (p, slot[c], b)
-        node_cuts = np.flatnonzero(np.diff(cur)) + 1
-        for p, c, b in zip(np.split(prev, node_cuts), np.split(cur, node_cuts), np.split(bonus, node_cuts)):
-            self._bonus_of[int(c[0])] = (p, b)
+        slots = slot[cur]
+        bounds = np.flatnonzero(np.diff(where)) + 1
+        for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), where.size]):
+            self._bonus_at[int(where[a])] = (prev[a:b], slots[a:b], bonus[a:b])
+        bounds = (np.flatnonzero(np.diff(cur)) + 1).tolist()
+        cur_list = cur.tolist()
+        for a, b in zip([0, *bounds], [*bounds, cur.size]):
+            self._bonus_of[cur_list[a]] = (prev[a:b], bonus[a:b])
 
     def _enter(self, prev: np.ndarray, cur: np.ndarray) -> np.ndarray:
         """Connection cost of each (prev, cur) pair (BOS: the best of the left neighbours)."""

@@ -12,8 +12,9 @@ leaves the dictionary's connection cost to judge it: the dictionary is the backo
 
 from __future__ import annotations
 
-import threading
+import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -23,7 +24,9 @@ from karukan_engine.kana import to_hiragana, to_katakana
 from karukan_engine.lattice.lattice import Lattice
 from karukan_engine.lattice.search import BOS, EOS
 from karukan_engine.lm.word_ngram import BOS as WORD_BOS
-from karukan_engine.lm.word_ngram import UNK, WordNgram
+from karukan_engine.lm.word_ngram import BUNDLED, UNK, WordNgram
+
+log = logging.getLogger(__name__)
 
 SENTENCE_ENDS = set("。．.！!？?\n「『（(【[")
 MAX_CONTEXT_WORD = 8
@@ -36,9 +39,12 @@ class WordLmWeights:
 
     weight: float = 0.0
     unknown: float = 12.0
+    # share of `weight` per nat the trigram's correction of the bigram gets when the first
+    # distinct paths are judged (lattice/lm_paths.py; 0: the bigram of the search alone)
+    trigram: float = 0.0
 
     def __post_init__(self) -> None:
-        if not self.weight >= 0 or not self.unknown >= 0:
+        if not self.weight >= 0 or not self.unknown >= 0 or not self.trigram >= 0:
             raise ValueError("word language-model weights must be non-negative")
 
 
@@ -49,7 +55,8 @@ class WordScorer:
         self.model = model
         self.dictionary = dictionary
         self.entry_word = self._entry_words()
-        self._lock = threading.Lock()
+        model.word_id("", "")   # build the lookup tables now, not on a key
+        model.surface_id("")
 
     def _entry_words(self) -> np.ndarray:
         """Word id of every dictionary entry: the word whose surface and reading it spells."""
@@ -116,11 +123,13 @@ def search_terms(scorer: WordScorer, lattice: Lattice, lo: int, hi: int, context
     nats[first] += first_backoff
     prev_all, cur_all, bonus_all = [], [], []
     members = np.flatnonzero(inside & known)
+    # per position: the nodes on each side and their distinct words; every pair of words of all
+    # positions is then looked up at once (one sorted search), and the hits spread to the nodes
+    sides, queries = [], []
     for position in range(lo, hi + 1):
         if position == lo:
             prev = np.array([BOS]) if first_word != UNK else np.zeros(0, dtype=np.int64)
-            prev_words = np.array([first_word])
-            prev_backoff = np.array([first_backoff])
+            prev_words, prev_backoff = np.array([first_word]), np.array([first_backoff])
         else:
             prev = members[end[members] == position]
             prev_words, prev_backoff = words[prev], backoff[prev]
@@ -128,27 +137,36 @@ def search_terms(scorer: WordScorer, lattice: Lattice, lo: int, hi: int, context
             continue
         if position == hi:
             # the reading need not end a sentence: the last word's backoff is given back
-            refund = np.minimum(-prev_backoff, 0.0) if position != lo else np.zeros(0)
-            if refund.size:
+            if position != lo:
                 prev_all.append(prev)
                 cur_all.append(np.full(prev.size, EOS))
-                bonus_all.append(refund)
+                bonus_all.append(np.minimum(-prev_backoff, 0.0))
             continue
         cur = members[start[members] == position]
         if cur.size == 0:
             continue
-        p_index = np.repeat(np.arange(prev.size), cur.size)
-        c_index = np.tile(np.arange(cur.size), prev.size)
-        hit, logp = model.bigram_hits(prev_words[p_index], words[cur][c_index])
-        if not hit.any():
-            continue
-        p_index, c_index, logp = p_index[hit], c_index[hit], logp[hit]
-        # kept pair: -log P(cur | prev) instead of the unigram + backoff the nodes already pay
-        delta = -logp - (uni[cur][c_index] + prev_backoff[p_index])
-        keep = delta < 0
-        prev_all.append(prev[p_index[keep]])
-        cur_all.append(cur[c_index[keep]])
-        bonus_all.append(delta[keep])
+        left, right = np.unique(prev_words), np.unique(words[cur])
+        sides.append((prev, prev_words, prev_backoff, cur, left, right))
+        queries.append(((left[:, None] << 16) | right[None, :]).ravel())
+    if queries:
+        keys, inverse = np.unique(np.concatenate(queries), return_inverse=True)
+        hit, logp = model.bigram_hits(keys >> 16, keys & 0xFFFF)
+        hit, logp = hit[inverse], logp[inverse]
+        offset = 0
+        for (prev, prev_words, prev_backoff, cur, left, right), query in zip(sides, queries):
+            grid_hit = hit[offset:offset + query.size].reshape(left.size, right.size)
+            grid_logp = logp[offset:offset + query.size].reshape(left.size, right.size)
+            offset += query.size
+            if not grid_hit.any():
+                continue
+            li, ri = np.searchsorted(left, prev_words), np.searchsorted(right, words[cur])
+            p_index, c_index = np.nonzero(grid_hit[li[:, None], ri[None, :]])
+            # kept pair: -log P(cur | prev) instead of the unigram + backoff the nodes already pay
+            delta = -grid_logp[li[p_index], ri[c_index]] - (uni[cur][c_index] + prev_backoff[p_index])
+            keep = delta < 0
+            prev_all.append(prev[p_index[keep]])
+            cur_all.append(cur[c_index[keep]])
+            bonus_all.append(delta[keep])
     extra = np.rint(scale * nats).astype(np.int64)
     if not prev_all:
         empty = np.zeros(0, dtype=np.int64)
@@ -158,9 +176,63 @@ def search_terms(scorer: WordScorer, lattice: Lattice, lo: int, hi: int, context
     return extra, pairs
 
 
+def path_words(scorer: WordScorer, lattice: Lattice, nodes: list[int]) -> list[int]:
+    """Word id of each node of a path (UNK where the model lacks it)."""
+    out = []
+    for node in nodes:
+        entry = int(lattice.entry[node])
+        if entry >= 0:
+            out.append(int(scorer.entry_word[entry]))
+        else:
+            out.append(scorer.model.word_id(lattice.surface(node), to_hiragana(lattice.node_reading(node))))
+    return out
+
+
+def trigram_nats(scorer: WordScorer, words: list[int], first_word: int) -> float:
+    """What the trigram says of a path beyond the bigram the search scored it with, in nats:
+    -log P3 + log P2 summed over the words whose two predecessors are known (< 0 where the
+    trigram likes the path better)."""
+    history = [first_word, *words]
+    grams = [(a, b, c) for a, b, c in zip(history, history[1:], history[2:]) if UNK not in (a, b, c)]
+    if not grams:
+        return 0.0
+    three = np.array([(a << 32) | (b << 16) | c for a, b, c in grams], dtype=np.int64)
+    two = np.array([(b << 16) | c for _, b, c in grams], dtype=np.int64)
+    return float(-(scorer.model.logp_packed(three, 3) - scorer.model.logp_packed(two, 2)).sum())
+
+
+def path_rescorer(scorer: WordScorer | None, lattice: Lattice, context: str, weights: WordLmWeights):
+    """Cost units to add to each judged path's score (lm_paths.ranked_paths), or None."""
+    if scorer is None or weights.weight <= 0 or weights.trigram <= 0 or scorer.model.order < 3:
+        return None
+    first = scorer.context_word(context)
+    scale = weights.weight * weights.trigram
+    return lambda nodes: scale * trigram_nats(scorer, path_words(scorer, lattice, nodes), first)
+
+
 def space_terms(scorer: WordScorer | None, lattice: Lattice, context: str, weights: WordLmWeights) -> dict:
     """SearchSpace keyword arguments for a whole reading ({} without a scorer or weight)."""
     if scorer is None or weights.weight <= 0:
         return {}
     extra, pairs = search_terms(scorer, lattice, 0, len(lattice.reading), context, weights)
     return {"extra_cost": extra, "pairs": pairs}
+
+
+class LoadedWordScorer:
+    """Called for the word scorer: it once the bundled word n-gram has loaded and been bound to
+    the dictionary (on a thread of its own, under a second), None before or when it failed (said
+    once in the log: the dictionary and the character n-gram convert alone)."""
+
+    def __init__(self, dictionary: SystemDictionary, path: Path = BUNDLED) -> None:
+        from karukan_engine.neural.background import LoadHandle
+
+        self.handle = LoadHandle(lambda: WordScorer(WordNgram.load(path), dictionary), name="karukan-wordlm-load")
+        self._told = False
+
+    def __call__(self) -> WordScorer | None:
+        if self.handle.ready():
+            return self.handle.wait(0)
+        if self.handle.done() and not self._told:
+            self._told = True
+            log.warning("word n-gram unavailable (%s); converting without it", self.handle.error)
+        return None

@@ -61,7 +61,8 @@ class WordNgram:
                   "unigram_backoff": estimate.unigram_backoff.astype(np.float32)}
         scale = np.zeros((2 * (order - 1), 2))
         for n in range(2, order + 1):
-            arrays[f"keys{n}"] = estimate.keys[n - 2].astype(np.int64)
+            # two words fit 32 bits: the bigram keys take half the room
+            arrays[f"keys{n}"] = estimate.keys[n - 2].astype(np.uint32 if n == 2 else np.int64)
             arrays[f"logp{n}"], *scale[2 * (n - 2)] = quantise(estimate.logp[n - 2])
             if n < order:
                 arrays[f"backoff{n}"], *scale[2 * (n - 2) + 1] = quantise(estimate.backoff[n - 2])
@@ -115,8 +116,7 @@ class WordNgram:
         out = np.empty(keys.size)
         hit = np.zeros(keys.size, dtype=bool)
         if table.size:
-            at = np.minimum(np.searchsorted(table, keys), table.size - 1)
-            hit = table[at] == keys
+            at, hit = _find(table, keys)
             low, step = self._logp_scale[n - 2]
             out[hit] = low + step * self._codes[n - 2][at[hit]]
         miss = ~hit
@@ -132,9 +132,9 @@ class WordNgram:
         table = self.keys[n - 2]
         if table.size == 0 or n >= self.order:
             return np.zeros(contexts.size)
-        at = np.minimum(np.searchsorted(table, contexts), table.size - 1)
+        at, hit = _find(table, np.asarray(contexts, dtype=np.int64))
         low, step = self._backoff_scale[n - 2]
-        return np.where(table[at] == contexts, low + step * self._backoff_codes[n - 2][at], 0.0)
+        return np.where(hit, low + step * self._backoff_codes[n - 2][at], 0.0)
 
     def bigram_hits(self, prev: np.ndarray, cur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For word pairs: which bigrams the model keeps, and their log P (where kept)."""
@@ -142,8 +142,7 @@ class WordNgram:
         table = self.keys[0]
         if table.size == 0 or keys.size == 0:
             return np.zeros(keys.size, dtype=bool), np.zeros(keys.size)
-        at = np.minimum(np.searchsorted(table, keys), table.size - 1)
-        hit = table[at] == keys
+        at, hit = _find(table, keys)
         low, step = self._logp_scale[0]
         return hit, low + step * self._codes[0][at].astype(np.float64)
 
@@ -164,6 +163,14 @@ class WordNgram:
             picked = [k for k, o in zip(keys, orders) if o == n]
             total += float(self.logp_packed(np.array(picked, dtype=np.int64), n).sum())
         return total
+
+
+def _find(table: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each key is (or would be) in a sorted table, and whether it is there; the keys are
+    cast to the table's type first (mixed types would copy the whole table)."""
+    same = keys.astype(table.dtype) if table.dtype != keys.dtype else keys
+    at = np.minimum(np.searchsorted(table, same), table.size - 1)
+    return at, (table[at] == same) & (keys >= 0) & (keys <= np.iinfo(table.dtype).max)
 
 
 def _mapped_npz(path: Path) -> dict[str, np.ndarray]:

@@ -27,7 +27,7 @@ from karukan_engine.training.lm_text import lm_sources
 from karukan_engine.training.paths import PACKAGE_MODEL_DIR
 
 VOCABULARY = 60000
-MIN_COUNTS = (3, 4)
+MIN_COUNTS = (3, 6)
 BATCH = 2000
 _tagger = None
 

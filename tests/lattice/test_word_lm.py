@@ -86,3 +86,15 @@ def test_terms_only_lower_transitions_and_the_best_path_is_the_cheapest(system, 
     assert space.path_cost(best) == space.alpha[EOS]
     first_cost, first = next(space.paths())
     assert first_cost == space.alpha[EOS] and space.path_cost(first) == first_cost
+
+
+def test_the_trigram_judges_the_paths_where_the_bigram_cannot_tell(system, tmp_path):
+    # の -> 記者 and の -> 汽車 are equally common: only the word before の tells them apart
+    scorer = scorer_of(system, tmp_path, [["新聞", "の", "記者"]] * 30 + [["蒸気", "の", "汽車"]] * 30)
+    picks = {}
+    for share in (0.0, 1.0):
+        weights = WordLmWeights(weight=1500.0, unknown=12.0, trigram=share)
+        converter = LatticeConverter(system, None, None, word_lm=lambda: scorer, word_weights=weights)
+        picks[share] = [converter.live(ConversionRequest("のきしゃ", left_context=c)) for c in ("新聞", "蒸気")]
+    assert picks[1.0] == ["の記者", "の汽車"]
+    assert picks[0.0][0] == picks[0.0][1]
