@@ -57,7 +57,7 @@ def distinct_paths(lattice: Lattice, space: SearchSpace, limit: int) -> list[tup
     """The cheapest path of each of the first `limit` distinct surfaces, cheapest first."""
     found: list[tuple[int, str, list[int]]] = []
     seen: set[str] = set()
-    for cost, nodes in space.paths(MAX_EXPANSIONS):
+    for cost, nodes in space.paths(MAX_EXPANSIONS, distinct=True):
         surface = "".join(lattice.surface(node) for node in nodes)
         if surface not in seen:
             seen.add(surface)

@@ -282,29 +282,38 @@ class SearchSpace:
             arrivals = self._arrivals[position] = (prev, self.rid[prev], alpha)
         return arrivals
 
-    def paths(self, max_expansions: int = 20000) -> Iterator[tuple[int, list[int]]]:
+    def paths(self, max_expansions: int = 20000, distinct: bool = False) -> Iterator[tuple[int, list[int]]]:
         """All paths, cheapest first: (cost, nodes without BOS/EOS).
 
         Backward A* with the exact forward cost as heuristic; each popped state pushes its own
         best predecessor and its next sibling only, so every path is produced exactly once.
+        distinct: a suffix of the reading already expanded with the same text (the same words
+        under other POS ids) is not expanded again, so the first distinct surfaces come without
+        walking every POS variant of the best one; a surface then comes with the cost of the
+        cheapest path that kept its first-expanded suffixes (at most that of its cheapest path
+        plus the connection differences: the order of the distinct surfaces is near, not exact).
         """
         if not self.reachable:
             return
         alpha = self.alpha.tolist()
         cost = self.cost.tolist()
-        # state: (f, tie, node, base, chain, parent_node, rank); base = cost of everything after node
-        # up to EOS plus the parent's word cost; chain = the nodes after node, as a linked tuple
-        heap: list = [(alpha[EOS], 0, EOS, 0, None, -1, 0)]
+        start = self.start.tolist()
+        surface = self.lattice.surface
+        expanded: set[tuple[int, str]] = set()
+        # state: (f, tie, node, base, chain, parent_node, rank, text); base = cost of everything
+        # after node up to EOS plus the parent's word cost; chain = the nodes after node, as a
+        # linked tuple; text = their surface (distinct only)
+        heap: list = [(alpha[EOS], 0, EOS, 0, None, -1, 0, "")]
         tie = 1
         expansions = 0
         while heap and expansions < max_expansions:
-            f, _, node, base, chain, parent, rank = heapq.heappop(heap)
+            f, _, node, base, chain, parent, rank, text = heapq.heappop(heap)
             expansions += 1
             if parent >= 0:  # the sibling: next predecessor of the same parent
                 preds, scores = self._predecessors(parent)
                 if rank + 1 < len(preds):
                     heapq.heappush(heap, (scores[rank + 1] + base, tie, preds[rank + 1],
-                                          base, chain, parent, rank + 1))
+                                          base, chain, parent, rank + 1, text))
                     tie += 1
             if node == BOS:
                 path = []
@@ -314,9 +323,15 @@ class SearchSpace:
                     link = link[1]
                 yield f, path[:-1]   # the last link is EOS
                 continue
+            if distinct and node != EOS:
+                text = surface(node) + text
+                key = (start[node], text)
+                if key in expanded:
+                    continue
+                expanded.add(key)
             preds, scores = self._predecessors(node)
             if preds:
                 new_base = f - alpha[node] + cost[node]
                 heapq.heappush(heap, (scores[0] + new_base, tie, preds[0], new_base,
-                                      (node, chain), node, 0))
+                                      (node, chain), node, 0, text))
                 tie += 1

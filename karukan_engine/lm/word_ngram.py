@@ -10,6 +10,8 @@ process pages in only the n-grams its conversions touch.
 
 from __future__ import annotations
 
+import io
+import struct
 import zipfile
 from functools import cached_property
 from pathlib import Path
@@ -21,6 +23,7 @@ from karukan_engine.lm.kneser_ney import BITS, BOS, EOS, MASK, UNK, Estimate
 FORMAT = 1
 BUNDLED = Path(__file__).resolve().parent.parent / "data" / "model" / "word-3gram.npz"
 SPECIALS = ("<unk>", "<s>", "</s>")
+_PADDING_ID = 0xA11C   # a zip extra-field id no reader knows: skipped as padding
 
 
 class WordNgramError(Exception):
@@ -69,8 +72,7 @@ class WordNgram:
         arrays["scale"] = scale
         path = Path(path)
         partial = path.with_name(path.name + ".partial")
-        with open(partial, "wb") as out:
-            np.savez(out, **arrays)   # stored, not deflated: load() maps the arrays in place
+        _write_aligned_npz(partial, arrays)
         partial.replace(path)
 
     @classmethod
@@ -171,6 +173,21 @@ def _find(table: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     same = keys.astype(table.dtype) if table.dtype != keys.dtype else keys
     at = np.minimum(np.searchsorted(table, same), table.size - 1)
     return at, (table[at] == same) & (keys >= 0) & (keys <= np.iinfo(table.dtype).max)
+
+
+def _write_aligned_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """An .npz np.load reads, its members stored (not deflated) and each array's data 64-byte
+    aligned in the file (padding in the zip's extra field): a memory map of unaligned data would
+    make numpy copy the whole table on every search."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, np.asarray(array), allow_pickle=False)
+            info = zipfile.ZipInfo(name + ".npy", date_time=(2026, 1, 1, 0, 0, 0))
+            header_end = archive.fp.tell() + 30 + len(info.filename.encode()) + 4
+            # the .npy header is a multiple of 64 bytes: aligning its start aligns the data
+            info.extra = struct.pack("<HH", _PADDING_ID, (-header_end) % 64) + bytes((-header_end) % 64)
+            archive.writestr(info, buffer.getvalue())
 
 
 def _mapped_npz(path: Path) -> dict[str, np.ndarray]:

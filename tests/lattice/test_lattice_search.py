@@ -149,3 +149,20 @@ def test_word_bonuses_keep_viterbi_and_nbest_exact(dictionary, reading, data):
     assert sorted(tuple(p) for _, p in produced) == sorted(tuple(p) for _, p in brute)
     for cost, path in produced:
         assert space.path_cost(path) == cost
+
+
+@settings(max_examples=100, deadline=None)
+@given(reading=readings, data=st.data())
+def test_distinct_mode_reaches_every_surface_with_true_costs(dictionary, reading, data):
+    """paths(distinct=True) skips suffixes already expanded with the same text: every surface
+    still comes out, the first path is still the cheapest, and each cost is its path's."""
+    lattice = LatticeBuilder(dictionary).build(reading)
+    space = SearchSpace(lattice, dictionary, 0, len(reading))
+    text = lambda path: "".join(lattice.surface(x) for x in path)  # noqa: E731
+    brute = _all_paths(space)
+    produced = list(space.paths(max_expansions=10**6, distinct=True))
+    assert produced[0][0] == min(c for c, _ in brute)
+    assert {text(p) for _, p in produced} == {text(p) for _, p in brute}
+    assert [c for c, _ in produced] == sorted(c for c, _ in produced)
+    for cost, path in produced:
+        assert space.path_cost(path) == cost

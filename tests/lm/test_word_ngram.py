@@ -61,6 +61,10 @@ TEXT = [[3, 4, 5, 6, 7]] * 20 + [[5, 6, 7]] * 5 + [[8, 4]]
 def test_the_file_maps_its_arrays_and_matches_the_estimate(tmp_path):
     exact, stored = _tiny(tmp_path, TEXT, WORDS)
     assert isinstance(stored.keys[0], np.memmap) and stored.order == 3
+    # mapped in place and aligned (numpy copies an unaligned table on every search)
+    assert all(keys.flags.aligned and keys.ctypes.data % 64 == 0 for keys in stored.keys)
+    with np.load(tmp_path / "tiny.npz") as plain:   # still an ordinary .npz
+        assert np.array_equal(plain["keys3"], stored.keys[1])
     assert stored.word_id("会議", "かいぎ") == 3 and stored.word_id("会議", "かいき") == UNK
     assert stored.surface_id("資料") == 5 and stored.surface_id("無い") == UNK
     steps = [stored._logp_scale[0][1], stored._logp_scale[1][1], stored._backoff_scale[0][1]]
