@@ -76,8 +76,8 @@ def gather(converter: LatticeConverter, ngram: CharNgram, items: list[EvalItem],
         logs = [float(v) for v in ngram.score_many([(s, tail) for _, s, _ in found])] if found else []
         gold = {nfkc(o) for o in item.outputs}
         first = words.context_word(item.context) if words is not None else 0
-        tri = [trigram_nats(words, path_words(words, analysis.lattice, nodes), first) if words is not None else 0.0
-               for _, _, nodes in found]
+        tri = (trigram_nats(words, [path_words(words, analysis.lattice, nodes) for _, _, nodes in found], first)
+               if words is not None else [0.0] * len(found))
         rows.append(([c for c, _, _ in found], logs, [nfkc(s) in gold for _, s, _ in found], tri))
     return rows
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from functools import partial
 from itertools import chain
 from pathlib import Path
@@ -140,9 +141,11 @@ class LatticeConverter:
         cuts = fixed_cuts(len(request.reading), tuple(request.fixed_lengths))
         start = self.context.left_neighbours(request.left_context) if self.use_context else START
         # the learned choice after a context depends on the context's last characters
-        scorer = self.lm() if self.lm is not None and self.lm_weights.weight > 0 else None
-        lm_context = request.left_context[-self.lm_weights.context_chars:] if scorer is not None else None
         words = self.word_lm() if self.word_lm is not None and self.word_weights.weight > 0 else None
+        # beside the word n-gram the character n-gram has its jointly fitted weight
+        lm_weights = self.lm_weights if words is None else replace(self.lm_weights, weight=self.word_weights.char_weight)
+        scorer = self.lm() if self.lm is not None and lm_weights.weight > 0 else None
+        lm_context = request.left_context[-lm_weights.context_chars:] if scorer is not None else None
         word_context = request.left_context[-MAX_CONTEXT_WORD:] if words is not None else None
         key = (request.reading, tuple(cuts), start, context_key(request.left_context), self._versions(),
                lm_context, word_context)
@@ -154,7 +157,7 @@ class LatticeConverter:
         lattice = self.builder.build(request.reading, cuts)
         space = SearchSpace(lattice, self.dictionary, 0, len(request.reading), bos_choices=start,
                             **space_terms(words, lattice, request.left_context, self.word_weights))
-        ranked = ranked_paths(lattice, space, scorer, request.left_context, self.lm_weights,
+        ranked = ranked_paths(lattice, space, scorer, request.left_context, lm_weights,
                               path_rescorer(words, lattice, request.left_context, self.word_weights))
         analysis = _Analysis(lattice, space, cuts, ranked)
         with self._lock:

@@ -35,16 +35,20 @@ MAX_CONTEXT_WORD = 8
 @dataclass(frozen=True)
 class WordLmWeights:
     """`weight` cost units per nat of the word bigram (0: not used) and the nats a word it does
-    not know pays. Fitted by tools/lattice_lm_fit.py (docs/benchmarks.md)."""
+    not know pays. Fitted with the character n-gram by tools/lattice_lm_fit.py on the even rows
+    of every dev set (docs/benchmarks.md "Word n-gram in the lattice search")."""
 
-    weight: float = 0.0
-    unknown: float = 12.0
+    weight: float = 800.0
+    unknown: float = 14.0
     # share of `weight` per nat the trigram's correction of the bigram gets when the first
     # distinct paths are judged (lattice/lm_paths.py; 0: the bigram of the search alone)
-    trigram: float = 0.0
+    trigram: float = 0.5
+    # the character n-gram's weight (lm_paths.LmWeights.weight) while this model is in use:
+    # fitted together, it says more beside the word n-gram than alone (1000 against 650)
+    char_weight: float = 1000.0
 
     def __post_init__(self) -> None:
-        if not self.weight >= 0 or not self.unknown >= 0 or not self.trigram >= 0:
+        if min(self.weight, self.unknown, self.trigram, self.char_weight) < 0 or self.weight != self.weight:
             raise ValueError("word language-model weights must be non-negative")
 
 
@@ -121,59 +125,60 @@ def search_terms(scorer: WordScorer, lattice: Lattice, lo: int, hi: int, context
     first = inside & (start == lo)
     first_backoff = -float(model.unigram_backoff[first_word]) if first_word != UNK else 0.0
     nats[first] += first_backoff
-    prev_all, cur_all, bonus_all = [], [], []
     members = np.flatnonzero(inside & known)
-    # per position: the nodes on each side and their distinct words; every pair of words of all
-    # positions is then looked up at once (one sorted search), and the hits spread to the nodes
-    sides, queries = [], []
-    for position in range(lo, hi + 1):
-        if position == lo:
-            prev = np.array([BOS]) if first_word != UNK else np.zeros(0, dtype=np.int64)
-            prev_words, prev_backoff = np.array([first_word]), np.array([first_backoff])
-        else:
-            prev = members[end[members] == position]
-            prev_words, prev_backoff = words[prev], backoff[prev]
-        if prev.size == 0:
-            continue
-        if position == hi:
-            # the reading need not end a sentence: the last word's backoff is given back
-            if position != lo:
-                prev_all.append(prev)
-                cur_all.append(np.full(prev.size, EOS))
-                bonus_all.append(np.minimum(-prev_backoff, 0.0))
-            continue
-        cur = members[start[members] == position]
-        if cur.size == 0:
-            continue
-        left, right = np.unique(prev_words), np.unique(words[cur])
-        sides.append((prev, prev_words, prev_backoff, cur, left, right))
-        queries.append(((left[:, None] << 16) | right[None, :]).ravel())
-    if queries:
-        keys, inverse = np.unique(np.concatenate(queries), return_inverse=True)
-        hit, logp = model.bigram_hits(keys >> 16, keys & 0xFFFF)
-        hit, logp = hit[inverse], logp[inverse]
-        offset = 0
-        for (prev, prev_words, prev_backoff, cur, left, right), query in zip(sides, queries):
-            grid_hit = hit[offset:offset + query.size].reshape(left.size, right.size)
-            grid_logp = logp[offset:offset + query.size].reshape(left.size, right.size)
-            offset += query.size
-            if not grid_hit.any():
-                continue
-            li, ri = np.searchsorted(left, prev_words), np.searchsorted(right, words[cur])
-            p_index, c_index = np.nonzero(grid_hit[li[:, None], ri[None, :]])
-            # kept pair: -log P(cur | prev) instead of the unigram + backoff the nodes already pay
-            delta = -grid_logp[li[p_index], ri[c_index]] - (uni[cur][c_index] + prev_backoff[p_index])
-            keep = delta < 0
-            prev_all.append(prev[p_index[keep]])
-            cur_all.append(cur[c_index[keep]])
-            bonus_all.append(delta[keep])
+    # the left side of every transition inside the span: known words ending before hi, and the
+    # context's word at lo; the right side: known words starting at or after lo. Each side is
+    # grouped by (position, word) (a word's POS variants share their terms), every pair of
+    # groups meeting at a position is looked up at once, and the kept pairs spread to the nodes.
+    prev = members[end[members] < hi]
+    prev_pos, prev_words, prev_backoff = end[prev].astype(np.int64), words[prev], backoff[prev]
+    if first_word != UNK:
+        prev = np.concatenate(([BOS], prev))
+        prev_pos = np.concatenate(([lo], prev_pos))
+        prev_words = np.concatenate(([first_word], prev_words))
+        prev_backoff = np.concatenate(([first_backoff], prev_backoff))
+    order = np.lexsort((prev_words, prev_pos))
+    prev, prev_pos, prev_words, prev_backoff = prev[order], prev_pos[order], prev_words[order], prev_backoff[order]
+    cur = members[np.lexsort((words[members], start[members]))]
+    cur_pos, cur_words = start[cur].astype(np.int64), words[cur]
+    p_first, p_size = _groups(prev_pos, prev_words)
+    c_first, c_size = _groups(cur_pos, cur_words)
+    c_pos = cur_pos[c_first]
+    a = np.searchsorted(c_pos, prev_pos[p_first], "left")
+    b = np.searchsorted(c_pos, prev_pos[p_first], "right")
+    _, gi, gj = _ranges_product(np.arange(p_first.size), np.ones(p_first.size, dtype=np.int64), a, b - a)
+    hit, logp = model.bigram_hits(prev_words[p_first[gi]], cur_words[c_first[gj]])
+    gi, gj, logp = gi[hit], gj[hit], logp[hit]
+    k, x, y = _ranges_product(p_first[gi], p_size[gi], c_first[gj], c_size[gj])
+    # kept pair: -log P(cur | prev) instead of the unigram + backoff the nodes already pay
+    delta = -logp[k] - (uni[cur[y]] + prev_backoff[x])
+    keep = delta < 0
+    # the reading need not end a sentence: the last word's backoff is given back
+    last = members[end[members] == hi]
+    prev_all = [prev[x[keep]], last]
+    cur_all = [cur[y[keep]], np.full(last.size, EOS)]
+    bonus_all = [delta[keep], np.minimum(-backoff[last], 0.0)]
     extra = np.rint(scale * nats).astype(np.int64)
-    if not prev_all:
-        empty = np.zeros(0, dtype=np.int64)
-        return extra, (empty, empty, empty)
     pairs = (np.concatenate(prev_all).astype(np.int64), np.concatenate(cur_all).astype(np.int64),
              np.minimum(np.rint(scale * np.concatenate(bonus_all)), 0).astype(np.int64))
     return extra, pairs
+
+
+def _groups(positions: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First index and size of each run of equal (position, word) in arrays sorted by both."""
+    if positions.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    change = np.concatenate(([True], (positions[1:] != positions[:-1]) | (words[1:] != words[:-1])))
+    first = np.flatnonzero(change)
+    return first, np.diff(np.concatenate((first, [positions.size])))
+
+
+def _ranges_product(a0: np.ndarray, na: np.ndarray, b0: np.ndarray, nb: np.ndarray):
+    """For each k, every pair of [a0[k], a0[k] + na[k]) x [b0[k], b0[k] + nb[k]): (k, x, y)."""
+    n = na * nb
+    k = np.repeat(np.arange(n.size), n)
+    offset = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    return k, a0[k] + offset // np.maximum(nb[k], 1), b0[k] + offset % np.maximum(nb[k], 1)
 
 
 def path_words(scorer: WordScorer, lattice: Lattice, nodes: list[int]) -> list[int]:
@@ -188,26 +193,37 @@ def path_words(scorer: WordScorer, lattice: Lattice, nodes: list[int]) -> list[i
     return out
 
 
-def trigram_nats(scorer: WordScorer, words: list[int], first_word: int) -> float:
-    """What the trigram says of a path beyond the bigram the search scored it with, in nats:
-    -log P3 + log P2 summed over the words whose two predecessors are known (< 0 where the
-    trigram likes the path better)."""
-    history = [first_word, *words]
-    grams = [(a, b, c) for a, b, c in zip(history, history[1:], history[2:]) if UNK not in (a, b, c)]
-    if not grams:
-        return 0.0
-    three = np.array([(a << 32) | (b << 16) | c for a, b, c in grams], dtype=np.int64)
-    two = np.array([(b << 16) | c for _, b, c in grams], dtype=np.int64)
-    return float(-(scorer.model.logp_packed(three, 3) - scorer.model.logp_packed(two, 2)).sum())
+def trigram_nats(scorer: WordScorer, paths: list[list[int]], first_word: int) -> list[float]:
+    """What the trigram says of each path (its words) beyond the bigram the search scored it
+    with, in nats: -log P3 + log P2 summed over the words whose two predecessors are known (< 0
+    where the trigram likes the path better). One lookup for all the paths."""
+    owners, three, two = [], [], []
+    for k, words in enumerate(paths):
+        history = [first_word, *words]
+        for a, b, c in zip(history, history[1:], history[2:]):
+            if UNK not in (a, b, c):
+                owners.append(k)
+                three.append((a << 32) | (b << 16) | c)
+                two.append((b << 16) | c)
+    out = np.zeros(len(paths))
+    if owners:
+        model = scorer.model
+        gain = model.logp_packed(np.array(three, dtype=np.int64), 3) - model.logp_packed(np.array(two, dtype=np.int64), 2)
+        np.add.at(out, np.array(owners), -gain)
+    return out.tolist()
 
 
 def path_rescorer(scorer: WordScorer | None, lattice: Lattice, context: str, weights: WordLmWeights):
-    """Cost units to add to each judged path's score (lm_paths.ranked_paths), or None."""
+    """Cost units to add to the judged paths' scores (lm_paths.ranked_paths), or None."""
     if scorer is None or weights.weight <= 0 or weights.trigram <= 0 or scorer.model.order < 3:
         return None
     first = scorer.context_word(context)
     scale = weights.weight * weights.trigram
-    return lambda nodes: scale * trigram_nats(scorer, path_words(scorer, lattice, nodes), first)
+
+    def rescore(paths: list[list[int]]) -> list[float]:
+        return [scale * v for v in trigram_nats(scorer, [path_words(scorer, lattice, p) for p in paths], first)]
+
+    return rescore
 
 
 def space_terms(scorer: WordScorer | None, lattice: Lattice, context: str, weights: WordLmWeights) -> dict:

@@ -46,9 +46,10 @@ class WordNgram:
         self.words = bytes(arrays["vocabulary"]).decode("utf-8").split("\n")
         self.unigram_logp = np.asarray(arrays["unigram_logp"], dtype=np.float32)
         self.unigram_backoff = np.asarray(arrays["unigram_backoff"], dtype=np.float32)
-        self.keys = [arrays[f"keys{n}"] for n in range(2, self.order + 1)]
-        self._codes = [arrays[f"logp{n}"] for n in range(2, self.order + 1)]
-        self._backoff_codes = [arrays[f"backoff{n}"] for n in range(2, self.order)]
+        # plain ndarray views of the maps (np.memmap's own indexing costs more than the search)
+        self.keys = [np.asarray(arrays[f"keys{n}"]) for n in range(2, self.order + 1)]
+        self._codes = [np.asarray(arrays[f"logp{n}"]) for n in range(2, self.order + 1)]
+        self._backoff_codes = [np.asarray(arrays[f"backoff{n}"]) for n in range(2, self.order)]
         scale = np.asarray(arrays["scale"], dtype=np.float64)   # (low, step) per quantised array
         self._logp_scale = [tuple(scale[2 * (n - 2)]) for n in range(2, self.order + 1)]
         self._backoff_scale = [tuple(scale[2 * (n - 2) + 1]) for n in range(2, self.order)]

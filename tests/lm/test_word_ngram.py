@@ -60,7 +60,7 @@ TEXT = [[3, 4, 5, 6, 7]] * 20 + [[5, 6, 7]] * 5 + [[8, 4]]
 
 def test_the_file_maps_its_arrays_and_matches_the_estimate(tmp_path):
     exact, stored = _tiny(tmp_path, TEXT, WORDS)
-    assert isinstance(stored.keys[0], np.memmap) and stored.order == 3
+    assert isinstance(stored.keys[0].base, np.memmap) and stored.order == 3
     # mapped in place and aligned (numpy copies an unaligned table on every search)
     assert all(keys.flags.aligned and keys.ctypes.data % 64 == 0 for keys in stored.keys)
     with np.load(tmp_path / "tiny.npz") as plain:   # still an ordinary .npz
