@@ -98,3 +98,16 @@ def test_the_trigram_judges_the_paths_where_the_bigram_cannot_tell(system, tmp_p
         picks[share] = [converter.live(ConversionRequest("のきしゃ", left_context=c)) for c in ("新聞", "蒸気")]
     assert picks[1.0] == ["の記者", "の汽車"]
     assert picks[0.0][0] == picks[0.0][1]
+
+
+def test_a_damaged_word_model_leaves_the_converter_without_it(system, tmp_path, caplog):
+    from karukan_engine.lattice.word_lm import LoadedWordScorer
+
+    bad = tmp_path / "word-3gram.npz"
+    bad.write_bytes(b"PK\x03\x04 damaged")
+    loaded = LoadedWordScorer(system, bad)
+    assert loaded.handle.settle(30)
+    assert loaded() is None and loaded() is None
+    assert sum("word n-gram unavailable" in r.message for r in caplog.records) == 1
+    converter = LatticeConverter(system, None, None, word_lm=loaded, word_weights=WordLmWeights(weight=800.0))
+    assert converter.live(ConversionRequest("かいぎ")) == LatticeConverter(system, None, None).live(ConversionRequest("かいぎ"))
