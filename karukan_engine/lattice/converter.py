@@ -12,6 +12,7 @@ candidates(): N-best whole-reading paths, deduplicated by surface (led by live()
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from functools import partial
 from itertools import chain
 from pathlib import Path
@@ -43,6 +44,14 @@ from karukan_engine.lattice.search import SearchSpace
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
 from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
 from karukan_engine.lattice.variants import load_symbols, number_variants, symbol_variants
+from karukan_engine.lattice.word_lm import (
+    MAX_CONTEXT_WORD,
+    LoadedWordScorer,
+    WordLmWeights,
+    WordScorer,
+    path_rescorer,
+    space_terms,
+)
 from karukan_engine.transliteration import Form, script_variants
 
 SEGMENT_ALTERNATIVES = 20
@@ -73,12 +82,16 @@ class _Analysis:
 class LatticeConverter:
     def __init__(self, dictionary: SystemDictionary, user_dictionary: UserDictionary | None = None,
                  learning: LearningStore | None = None, lm: Callable[[], TextScorer | None] | None = None,
-                 lm_weights: LmWeights = LmWeights()) -> None:
+                 lm_weights: LmWeights = LmWeights(), word_lm: Callable[[], WordScorer | None] | None = None,
+                 word_weights: WordLmWeights = WordLmWeights()) -> None:
         """lm: gives the language model the paths are judged with, or None while it loads (or
-        without one: the dictionary's costs alone)."""
+        without one: the dictionary's costs alone); word_lm: the same for the word n-gram the
+        search itself scores words with (lattice/word_lm.py)."""
         self.dictionary = dictionary
         self.lm = lm
         self.lm_weights = lm_weights
+        self.word_lm = word_lm
+        self.word_weights = word_weights
         self.user_dictionary = user_dictionary
         self.learning = learning
         sources = []
@@ -97,13 +110,15 @@ class LatticeConverter:
 
     @classmethod
     def load_default(cls, directory: Path = DEFAULT_DIR,
-                     lm: Callable[[], TextScorer | None] | None = None) -> "LatticeConverter":
+                     lm: Callable[[], TextScorer | None] | None = None, words: bool = False) -> "LatticeConverter":
         """The bundled system dictionary with the user's dictionary and learning history (and
-        the language model `lm` gives, with its fitted weights). Raises FileNotFoundError when
-        the compiled dictionary is missing, DictionaryFormatError when it is damaged."""
+        the language model `lm` gives, with its fitted weights; words: the bundled word n-gram
+        too, loading in the background). Raises FileNotFoundError when the compiled dictionary
+        is missing, DictionaryFormatError when it is damaged."""
         dictionary = SystemDictionary(directory)
         user = UserDictionary(pos_names=dictionary.user_pos)
-        return cls(dictionary, user, LearningStore(), lm=lm)
+        word_lm = LoadedWordScorer(dictionary) if words and WordLmWeights().weight > 0 else None
+        return cls(dictionary, user, LearningStore(), lm=lm, word_lm=word_lm)
 
     def clear_cache(self) -> None:
         """Forget the last analysis (benchmarks; the cache is otherwise keyed safely)."""
@@ -127,17 +142,23 @@ class LatticeConverter:
         cuts = fixed_cuts(len(request.reading), tuple(request.fixed_lengths))
         start = self.context.left_neighbours(request.left_context) if self.use_context else START
         # the learned choice after a context depends on the context's last characters
-        scorer = self.lm() if self.lm is not None and self.lm_weights.weight > 0 else None
-        lm_context = request.left_context[-self.lm_weights.context_chars:] if scorer is not None else None
+        words = self.word_lm() if self.word_lm is not None and self.word_weights.weight > 0 else None
+        # beside the word n-gram the character n-gram has its jointly fitted weight
+        lm_weights = self.lm_weights if words is None else replace(self.lm_weights, weight=self.word_weights.char_weight)
+        scorer = self.lm() if self.lm is not None and lm_weights.weight > 0 else None
+        lm_context = request.left_context[-lm_weights.context_chars:] if scorer is not None else None
+        word_context = request.left_context[-MAX_CONTEXT_WORD:] if words is not None else None
         key = (request.reading, tuple(cuts), start, context_key(request.left_context), self._versions(),
-               lm_context)
+               lm_context, word_context)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
                 return found
         lattice = self.builder.build(request.reading, cuts)
-        space = SearchSpace(lattice, self.dictionary, 0, len(request.reading), bos_choices=start)
-        ranked = ranked_paths(lattice, space, scorer, request.left_context, self.lm_weights)
+        space = SearchSpace(lattice, self.dictionary, 0, len(request.reading), bos_choices=start,
+                            **space_terms(words, lattice, request.left_context, self.word_weights))
+        ranked = ranked_paths(lattice, space, scorer, request.left_context, lm_weights,
+                              path_rescorer(words, lattice, request.left_context, self.word_weights))
         analysis = _Analysis(lattice, space, cuts, ranked)
         with self._lock:
             self._cache.put(key, analysis)
