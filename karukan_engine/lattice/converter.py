@@ -91,6 +91,7 @@ class LatticeConverter:
         self.symbols = load_symbols(dictionary.directory / "symbols.tsv")
         self.context = ContextAnalyzer(dictionary)
         self.use_context = True   # the first word connects to the end of request.left_context
+        self.preparation: threading.Thread | None = None   # prepare_in_background's thread
         self._lock = threading.Lock()
         self._cache: Lru[tuple, _Analysis] = Lru(ANALYSIS_CACHE_SIZE)
         self._segment_cache: Lru[tuple, tuple[Candidate, ...]] = Lru(SEGMENT_CACHE_SIZE)
@@ -104,6 +105,14 @@ class LatticeConverter:
         dictionary = SystemDictionary(directory)
         user = UserDictionary(pos_names=dictionary.user_pos)
         return cls(dictionary, user, LearningStore(), lm=lm)
+
+    def prepare_in_background(self) -> threading.Thread:
+        """Build what the first key with a left context would otherwise build (the engine:
+        the key after a commit must not wait for it)."""
+        thread = threading.Thread(target=self.context.prepare, name="karukan-context-index", daemon=True)
+        thread.start()
+        self.preparation = thread
+        return thread
 
     def clear_cache(self) -> None:
         """Forget the last analysis (benchmarks; the cache is otherwise keyed safely)."""
