@@ -38,7 +38,8 @@ def test_without_preparation_the_first_context_builds_it(system):
 
 def test_the_engine_builds_the_index_before_the_key_after_a_commit(tmp_path, monkeypatch):
     """The service's converter (load_in_background) prepares the index on a thread at start-up;
-    the key after a learned commit (the first with a left context) finds it built."""
+    the key after a learned commit (the first with a left context) finds it built, and the
+    dictionary's bunsetsu table (its first multi-word live text) with it."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     from karukan_engine.conversion.factory import _dictionary_converter
@@ -51,6 +52,7 @@ def test_the_engine_builds_the_index_before_the_key_after_a_commit(tmp_path, mon
         converter.preparation.join()
         analyzer = converter.context
         assert analyzer.index_builds == 1
+        assert "segmenter" in vars(converter.dictionary)   # the cached bunsetsu table too
         session = Session(converter)
         for _label, keysym, modifiers in parse_keys("toukyou<Return>a"):
             session.process_key(keysym, modifiers)
