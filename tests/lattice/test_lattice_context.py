@@ -74,3 +74,20 @@ def test_cached_answers_equal_fresh_ones(system, contexts):
     fresh._neighbours = Lru(0)   # remembers nothing: every answer computed
     for context in contexts + contexts:
         assert cached.left_neighbours(context) == fresh.left_neighbours(context)
+
+
+def test_the_benchmark_script_runs_and_writes_json(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "learning_keypath_bench.py"
+    out = tmp_path / "bench.json"
+    result = subprocess.run([sys.executable, str(script), "--rounds", "1", "--pause", "0.1", "--no-model",
+                             "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text())
+    assert [row["keys"] for row in report["rows"]][0] == "first key after learning"
+    assert len(report["first_key_after_learning_ms"]) == 1 and not report["model"]
+    assert "first key after learning" in result.stdout
