@@ -67,7 +67,9 @@ def _dictionary_converter(load_in_background: bool) -> DictionaryConverter | Non
         # Typing must keep working: kana only, with the reason in the log (no user text in it).
         log.warning("system dictionary unavailable (%s); using kana only", exc)
         return None
-    if not load_in_background:
+    if load_in_background:
+        converter.prepare_in_background()
+    else:
         lm.handle.settle()
         if converter.word_lm is not None:
             converter.word_lm.handle.settle()

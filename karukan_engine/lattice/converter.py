@@ -104,6 +104,7 @@ class LatticeConverter:
         self.symbols = load_symbols(dictionary.directory / "symbols.tsv")
         self.context = ContextAnalyzer(dictionary)
         self.use_context = True   # the first word connects to the end of request.left_context
+        self.preparation: threading.Thread | None = None   # prepare_in_background's thread
         self._lock = threading.Lock()
         self._cache: Lru[tuple, _Analysis] = Lru(ANALYSIS_CACHE_SIZE)
         self._segment_cache: Lru[tuple, tuple[Candidate, ...]] = Lru(SEGMENT_CACHE_SIZE)
@@ -119,6 +120,19 @@ class LatticeConverter:
         user = UserDictionary(pos_names=dictionary.user_pos)
         word_lm = LoadedWordScorer(dictionary) if words and WordLmWeights().weight > 0 else None
         return cls(dictionary, user, LearningStore(), lm=lm, word_lm=word_lm)
+
+    def prepare_in_background(self) -> threading.Thread:
+        """Build what a key would otherwise build on first use (the engine: the key after a
+        commit, the first with a left context, waited 50-110 ms for them): the left-context
+        index and the dictionary's bunsetsu-boundary table."""
+        thread = threading.Thread(target=self._prepare, name="karukan-lattice-prepare", daemon=True)
+        thread.start()
+        self.preparation = thread
+        return thread
+
+    def _prepare(self) -> None:
+        self.context.prepare()
+        _ = self.dictionary.segmenter
 
     def clear_cache(self) -> None:
         """Forget the last analysis (benchmarks; the cache is otherwise keyed safely)."""
