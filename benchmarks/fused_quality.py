@@ -7,10 +7,9 @@ odd rows are held out and every system is scored on them. AJIMEE-Bench is never 
 
 Dev sets: the three in karukan_engine/data/eval/ (Mozc's evaluation set, the Anthy corpus, Anthy
 with left context) and, where the training pipeline has built them locally (never committed),
-its held-out sets: the documentation split (`pairs/test.jsonl`), the annotated Wikipedia test
-split and the held-out chat dialogues (`pairs/heldout/`); a set not built is skipped with a
-note. Every set with left context is also scored without it ("(no context)"); those copies are
-never fitted on.
+its held-out sets: the documentation split (`pairs/test.jsonl`) and every set in
+`pairs/heldout/`; a set not built is skipped with a note. Every set with left context is also
+scored without it ("(no context)"); those copies are never fitted on.
 
 Systems: dictionary (lattice N-best), model (beam search alone), fused-rerank (one score over
 lattice cost, model NLL and learning: karukan_engine.conversion.ranking) and fused-verify
@@ -48,7 +47,6 @@ from tools.fusion_fit import N_CANDIDATES, fit, gather_evidence, paired, request
 EVAL_DIR = ROOT / "karukan_engine" / "data" / "eval"
 DEV_SETS = ("mozc_evaluation.tsv", "anthy_corpus.tsv", "anthy_context.jsonl")
 DOCS_SET = "docs_heldout"
-HELDOUT_SETS = ("wac_test", "chat_heldout")
 NO_CONTEXT = " (no context)"
 SYSTEMS = ("model", "fused-rerank", "fused-verify")   # each compared with the dictionary
 def sample(items: list[EvalItem], limit: int) -> list[EvalItem]:
@@ -64,10 +62,13 @@ def pair_items(path: Path) -> list[EvalItem]:
 
 def work_sets(limit: int, docs: bool = True) -> dict[str, list[EvalItem]]:
     """The training pipeline's held-out sets, when built here (never committed): the docs
-    hold-out, the annotated Wikipedia test split and the held-out chat dialogues."""
+    hold-out and every set `python -m karukan_engine.training devsets` writes (the annotated
+    Wikipedia splits, chat, the white paper, Wikinews, laws ...)."""
     from karukan_engine.training.paths import work_dir
 
-    paths = {name: work_dir() / "pairs" / "heldout" / f"{name}.jsonl" for name in HELDOUT_SETS}
+    paths = {path.stem: path for path in sorted((work_dir() / "pairs" / "heldout").glob("*.jsonl"))}
+    if not paths:
+        print("note: no held-out sets (the training pipeline has not built pairs/heldout/ here)")
     if docs:
         paths = {DOCS_SET: work_dir() / "pairs" / "test.jsonl", **paths}
     sets = {}
