@@ -6,17 +6,21 @@ tokenized together and the surface's tokens taken from that joint encoding, as t
 them in training (a surface encoded alone can start differently, e.g. with a SentencePiece `▁`).
 
 The llama model (weights) is shared; every thread gets its own GreedyDecoder, BeamSearcher and
-NllScorer (llama contexts are not thread-safe), created on first use and freed by close().
+NllScorer (llama contexts are not thread-safe), created on first use and freed by close(),
+which waits for the decodings and scorings still running on other threads (freeing a context
+under one crashes the process).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from karukan_engine.neural.beam import BeamSearcher, Hypothesis, clamp_beam
 from karukan_engine.neural.errors import ModelLoadError, ModelNotFoundError, NeuralError, PromptTooLongError
@@ -27,7 +31,12 @@ from karukan_engine.neural.prompt import JINEN, ZENZ_V3, Prompt, PromptFamily, c
 from karukan_engine.neural.runtime import PRE_TOKENIZER_ALIASES, GgufInfo, LlamaModel
 from karukan_engine.neural.tokenizer import GgufTokenizer, HfTokenizer, Tokenizer, check_agreement, gguf_token_texts
 
+log = logging.getLogger(__name__)
+
 TOKENIZER_FILE = "tokenizer.json"
+# How long close() waits for decodings still running on other threads (a beam search of the
+# warm-up, say) before it leaves the memory to the process's exit instead of freeing it under them.
+CLOSE_WAIT_S = 10.0
 DEFAULT_MAX_NEW = JINEN.max_new_tokens
 # Room kept beyond a surface's own token count when fitting the prompt for a joint encoding
 # (tokenized with the prompt, a surface may take a token more or less than alone).
@@ -91,7 +100,9 @@ class NeuralModel:
         self._local = threading.local()
         self._workers: list[GreedyDecoder | BeamSearcher | NllScorer] = []
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
         self._closed = False
+        self._users = 0   # decodings and scorings running now (close waits for them)
 
     # --- prompt ----------------------------------------------------------------------------
 
@@ -161,6 +172,21 @@ class NeuralModel:
 
     # --- per-thread workers -----------------------------------------------------------------
 
+    @contextmanager
+    def in_use(self) -> Iterator[None]:
+        """Around every use of a context: close() waits until none is running."""
+        with self._lock:
+            if self._closed:
+                raise NeuralError("model is closed")
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                if self._users == 0:
+                    self._idle.notify_all()
+
     def _worker(self, attr: str, factory):
         worker = getattr(self._local, attr, None)
         if worker is None:
@@ -195,7 +221,8 @@ class NeuralModel:
         if not self.has_reading(reading) or (max_new is not None and max_new <= 0):
             return Generation("", (), 0.0, False)
         prompt = self.prompt_ids(reading, context)
-        out, logprob, finished = self.greedy_decoder().generate(prompt, self._room(prompt, max_new), self.stop_ids)
+        with self.in_use():
+            out, logprob, finished = self.greedy_decoder().generate(prompt, self._room(prompt, max_new), self.stop_ids)
         return self._generation(out, logprob, finished)
 
     def beam(self, reading: str, context: str = "", beam: int = 5, max_new: int | None = None,
@@ -206,8 +233,9 @@ class NeuralModel:
         if not self.has_reading(reading) or (max_new is not None and max_new <= 0) or beam <= 0:
             return []
         prompt = self.prompt_ids(reading, context)
-        hyps: list[Hypothesis] = self._beam_searcher().search(prompt, self._room(prompt, max_new), clamp_beam(beam),
-                                                              self.stop_ids, should_stop)
+        with self.in_use():
+            hyps: list[Hypothesis] = self._beam_searcher().search(prompt, self._room(prompt, max_new),
+                                                                  clamp_beam(beam), self.stop_ids, should_stop)
         return [self._generation(h.tokens[:-1] if h.finished else h.tokens, h.score, h.finished) for h in hyps]
 
     def score(self, reading: str, context: str, surface: str) -> float:
@@ -217,9 +245,13 @@ class NeuralModel:
         return self.scorer().score_many(reading, context, surfaces)
 
     def close(self) -> None:
-        """Free every context and the model. Call when no other thread is using the model."""
+        """Free every context and the model once the uses running on other threads end (new
+        ones raise NeuralError); past CLOSE_WAIT_S it frees nothing rather than crash them."""
         with self._lock:
             self._closed = True
+            if not self._idle.wait_for(lambda: self._users == 0, timeout=CLOSE_WAIT_S):
+                log.warning("model still in use at close: left to the process's exit")
+                return
             workers, self._workers = self._workers, []
         for worker in workers:
             worker.close()
@@ -250,7 +282,8 @@ class ModelScorer:
 
     def score(self, reading: str, context: str, surface: str, with_eos: bool = True) -> float:
         joint = self._model.joint_ids(reading, context, [surface])[0]
-        return self._raw.score_ids(joint.prompt, joint.surface, joint.n_chars, with_eos)
+        with self._model.in_use():
+            return self._raw.score_ids(joint.prompt, joint.surface, joint.n_chars, with_eos)
 
     def score_many(self, reading: str, context: str, surfaces: Sequence[str], with_eos: bool = True) -> list[float]:
         joints = self._model.joint_ids(reading, context, surfaces)
@@ -259,11 +292,12 @@ class ModelScorer:
         for i, joint in enumerate(joints):
             groups.setdefault(tuple(joint.prompt), []).append(i)
         scores = [0.0] * len(joints)
-        for prompt, members in groups.items():
-            got = self._raw.score_many_ids(list(prompt), [joints[i].surface for i in members],
-                                           [joints[i].n_chars for i in members], with_eos)
-            for i, score in zip(members, got):
-                scores[i] = score
+        with self._model.in_use():
+            for prompt, members in groups.items():
+                got = self._raw.score_many_ids(list(prompt), [joints[i].surface for i in members],
+                                               [joints[i].n_chars for i in members], with_eos)
+                for i, score in zip(members, got):
+                    scores[i] = score
         return scores
 
 

@@ -214,3 +214,32 @@ def test_a_string_override_is_carried_whole_or_refused(text):
 def test_kv_overrides_that_do_not_fit_are_refused(overrides):
     with pytest.raises(ModelLoadError):
         runtime._kv_override_array(overrides)
+
+
+def test_close_waits_for_a_decoding_on_another_thread_then_refuses_new_ones():
+    """The service closes the model while the warm-up's beam search may still run: freeing the
+    contexts under it crashed the process (SIGSEGV in the context it was creating)."""
+    import threading
+
+    m = load_model(tiny_model_dir("llama"), ModelOptions(n_threads=1))
+    inside, release, closed = threading.Event(), threading.Event(), threading.Event()
+    results = []
+
+    def hold() -> bool:          # the beam's should_stop: keeps the search running until released
+        inside.set()
+        release.wait()
+        return False
+
+    beam = threading.Thread(target=lambda: results.append(m.beam("かんじ", beam=2, max_new=2, should_stop=hold)))
+    beam.start()
+    assert inside.wait(30)
+    closer = threading.Thread(target=lambda: (m.close(), closed.set()))
+    closer.start()
+    assert not closed.wait(0.3)          # close waits: the search is still using its context
+    with pytest.raises(NeuralError):
+        m.greedy("かな")                  # no new use once closing began
+    release.set()
+    beam.join(30)
+    closer.join(30)
+    assert closed.is_set() and results and all(isinstance(g.text, str) for g in results[0])
+    assert m.llama.ptr is None           # freed once the search ended
