@@ -68,3 +68,5 @@ def test_without_model_the_missing_default_falls_back_to_the_dictionary(capsys, 
     assert out == convert(["--no-model"], capsys)[1]
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings and all(READING not in r.getMessage() for r in warnings)
+    # the warning says what is wrong, not only the error's type
+    assert any("no-such-dir" in r.getMessage() for r in warnings), [r.getMessage() for r in warnings]

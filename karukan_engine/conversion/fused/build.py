@@ -41,7 +41,8 @@ def build_fused_converter(base: DictionaryConverter, options: ConverterOptions) 
     except NeuralError as exc:
         if required:
             raise
-        log.warning("no model for the fused converter (%s); dictionary only", type(exc).__name__)
+        # NeuralError messages name files and ids, never user text: the user sees what to fix.
+        log.warning("no model for the fused converter (%s: %s); dictionary only", type(exc).__name__, exc)
         return base
     model_id = resolved.entry.id if resolved.entry is not None else (options.model_id or "default")
     settings = options.conversion or ConversionSettings.from_config()
