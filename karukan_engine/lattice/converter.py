@@ -24,7 +24,7 @@ from karukan_engine.core.types import Candidate, ConversionRequest, LazyCandidat
 from karukan_engine.dictionary.learning import LearningStore, context_key
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.dictionary.user_dictionary import UserDictionary
-from karukan_engine.kana import has_kanji, is_one_kanji
+from karukan_engine.kana import has_kanji, is_one_kanji, to_hiragana
 from karukan_engine.lattice.candidate_filter import (
     HIRAGANA_BY,
     KATAKANA_BY,
@@ -41,6 +41,7 @@ from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
 from karukan_engine.lattice.live_spelling import fitting_text
 from karukan_engine.lattice.lm_paths import MAX_EXPANSIONS, LmWeights, ScoredPath, TextScorer, ranked_paths
 from karukan_engine.lattice.search import SearchSpace
+from karukan_engine.lattice.segment_order import split_compositions
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
 from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
 from karukan_engine.lattice.variants import load_symbols, number_variants, symbol_variants
@@ -289,7 +290,8 @@ class LatticeConverter:
         versions = self._versions()
         segments = []
         for lo, hi, best, left, eos_lid in self._best(request, analysis):
-            key = (reading[lo:hi], left, eos_lid, best, versions)
+            # a list made before the language model loaded is not reused after
+            key = (reading[lo:hi], left, eos_lid, best, versions, self._segment_lm() is None)
             with self._lock:
                 candidates = self._segment_cache.get(key)
                 if candidates is None:
@@ -326,6 +328,11 @@ class LatticeConverter:
             self.learning.close()
 
     # -- segment candidates --------------------------------------------------------------------
+    def _segment_lm(self):
+        """The word n-gram itself, or None (none, not in use, or still loading)."""
+        scorer = self.word_lm() if self.word_lm is not None and self.word_weights.weight > 0 else None
+        return scorer.model if scorer is not None else None
+
     def _segment_candidates(self, lattice: Lattice, lo: int, hi: int, left: tuple[tuple[int, int], ...],
                             eos_lid: int, best: Candidate) -> list[Candidate]:
         """Runs when a segment's list is first read, in whichever thread reads it (the lattice is
@@ -337,12 +344,14 @@ class LatticeConverter:
             space = SearchSpace(lattice, self.dictionary, lo, hi, eos_lid=eos_lid, bos_choices=left)
         kept: list[Spelling] = []
         sources: dict[str, Source] = {}
+        words: dict[str, list[tuple[str, str]]] = {}
         plausible = SegmentFilter()
         for cost, nodes in space.paths(SEGMENT_EXPANSIONS):
             surface = "".join(lattice.surface(x) for x in nodes)
             if surface in sources:
                 continue
             source = sources[surface] = _source_of(lattice, nodes)
+            words[surface] = [(lattice.surface(x), to_hiragana(lattice.node_reading(x))) for x in nodes]
             structure = sum(self.dictionary.connection(int(lattice.rid[a]), int(lattice.lid[b]))
                             for a, b in zip(nodes, nodes[1:]))
             # after the first word, a word written with kanji is another content word (particles,
@@ -358,8 +367,10 @@ class LatticeConverter:
         ordered = order_spellings(kept)
         top_cost = reference_cost(kept)
         likely = [Candidate(s.surface, "", sources[s.surface]) for s in ordered if shape_of(s, top_cost) < Shape.COMPOSED]
-        composed = [Candidate(s.surface, "", sources[s.surface]) for s in ordered
-                    if shape_of(s, top_cost) == Shape.COMPOSED]
+        glued = [s for s in ordered if shape_of(s, top_cost) == Shape.COMPOSED]
+        # compositions of words the word n-gram never saw side by side are not listed (segment_order.py)
+        composed, _ = split_compositions([Candidate(s.surface, "", sources[s.surface]) for s in glued],
+                                         [words[s.surface] for s in glued], self._segment_lm())
         learned = [Candidate(s, "", Source.LEARNING) for s in self.learning.lookup(reading)] if self.learning else []
         forms = script_variants(reading)
         kana = [c for c in forms if c.annotation in (Form.HIRAGANA.label, Form.KATAKANA.label)]
