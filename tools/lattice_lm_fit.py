@@ -7,6 +7,8 @@ The word n-gram changes the search itself, so each (word weight, unknown-word na
 grid converts every item again; the character n-gram's weight is then fitted on those paths.
 Four settings are reported: the dictionary alone, + the character n-gram (its weight fitted),
 + the word n-gram (its weights fitted, no character n-gram) and both (all fitted together).
+When the grid holds the shipped WordLmWeights (word weight and unknown nats), they are reported
+too, as "default", so a refit is judged against them on the same rows.
 
 For every dev set (karukan_engine/data/eval/ and the training pipeline's held-out sets under
 <work>/pairs/heldout/, built by `python -m karukan_engine.training devsets`), each item's first
@@ -43,7 +45,7 @@ from karukan_engine.core.types import ConversionRequest  # noqa: E402
 
 EVAL_DIR = ROOT / "karukan_engine" / "data" / "eval"
 TRIGRAM_GRID = (0.0, 0.5, 1.0)
-GRID = (0.0, 100.0, 150.0, 200.0, 250.0, 300.0, 400.0, 500.0, 650.0, 800.0, 1000.0)
+GRID = (0.0, 100.0, 150.0, 200.0, 250.0, 300.0, 400.0, 500.0, 650.0, 800.0, 1000.0, 1300.0, 1600.0)
 MAX_LOSS = 0.01   # a fitted weight may cost no fit set more than this share of its rows
 
 
@@ -153,6 +155,10 @@ def main() -> int:
                 "word": fitted(word_combos, (0.0,), TRIGRAM_GRID),
                 "both bigram": fitted(list(gathered), GRID),
                 "both": fitted(list(gathered), GRID, TRIGRAM_GRID)}
+    shipped = WordLmWeights()
+    if (shipped.weight, shipped.unknown) in gathered:
+        # the shipped defaults on the same rows, so a refit is judged against them in one run
+        variants["default"] = ((shipped.weight, shipped.unknown), shipped.char_weight, shipped.trigram)
     report = {"paths": args.paths, "context_chars": args.context_chars, "ngram": args.ngram.name,
               "word_lm": args.word_lm.name if args.word_lm else None,
               "fitted": {k: {"word_weight": c[0], "unknown": c[1], "char_weight": w, "trigram": t}
