@@ -122,8 +122,9 @@ def _japanese(ch: str) -> bool:
 
 # -- our pages --------------------------------------------------------------------------------
 
-def our_pages(converter, readings: list[str]) -> dict[str, dict]:
-    """What Space shows for each reading, typed as romaji into a fresh Session."""
+def our_pages(converter, readings: list[str], config_path: Path | None = None) -> dict[str, dict]:
+    """What Space shows for each reading, typed as romaji into a fresh Session (with the
+    config file given, e.g. one that turns rewriters off, else the defaults)."""
     from karukan_engine.config import Config
     from karukan_engine.core.types import ConversionRequest
     from karukan_engine.romaji.table import RomajiTable
@@ -133,7 +134,7 @@ def our_pages(converter, readings: list[str]) -> dict[str, dict]:
     table = RomajiTable.load(ROOT / "karukan_engine" / "data" / "romaji-hiragana.tsv")
     pages = {}
     for reading in readings:
-        session = Session(converter, Config())
+        session = Session(converter, Config.load(config_path) if config_path else Config())
         for _, keysym, modifiers in parse_keys(table.romaji_for(reading) + "<space>"):
             session.process_key(keysym, modifiers)
         segments = converter.convert(ConversionRequest(reading))
@@ -205,6 +206,7 @@ def main() -> int:
     parser.add_argument("--model", action="store_true", help="the default fused pipeline (with the model)")
     parser.add_argument("--lm", action="store_true",
                         help="the dictionary with the bundled character and word n-grams, as `--no-model` converts")
+    parser.add_argument("--config", type=Path, help="the sessions' config file (default: the defaults)")
     parser.add_argument("--show", type=int, default=0, help="print this many pages side by side")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -238,7 +240,7 @@ def main() -> int:
         from karukan_engine.conversion.fused import build_fused_converter
 
         converter = build_fused_converter(converter, ConverterOptions())
-    ours = our_pages(converter, [item["reading"] for item in items])
+    ours = our_pages(converter, [item["reading"] for item in items], args.config)
     classes = EntryClasses(dictionary)
     result = {"mozc_version": fixture["mozc_version"], "model": args.model, "lm": args.lm or args.model}
     print(f"{'system':<8}{'kind':<9}{'pages':>6}{'junk':>7}{'w/junk':>7}{'guesses':>8}{'g<word':>8}"

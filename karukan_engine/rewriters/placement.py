@@ -49,3 +49,22 @@ def add(listed: Sequence[Candidate], additions: Iterable[Addition]) -> list[Cand
             pos += 1
     return out
 
+
+
+def keep_on_first_page(before: Sequence[Candidate], after: list[Candidate], surfaces: Iterable[str],
+                       page: int) -> list[Candidate]:
+    """after, with each of `surfaces` that stood on before's first page and that additions
+    pushed past it moved back to the end of that page (with any of them the move would push
+    off); everything else keeps its order."""
+    wanted = set(surfaces)
+    was = {c.surface for c in before[:page] if c.surface in wanted}
+    if all(i < page for i, c in enumerate(after) if c.surface in was):
+        return after
+    block = [c for c in after[page:] if c.surface in was]
+    while True:   # the block goes at the page's end; pinned ones it would push join it
+        cut = page - len(block)
+        rest = [c for c in after if c not in block]
+        joined = [c for c in rest[cut:page] if c.surface in was]
+        if not joined:
+            return rest[:cut] + block + rest[cut:]
+        block = [c for c in after if c in block or c in joined]

@@ -13,6 +13,7 @@ from karukan_engine.rewriters import (choice_memory, dates, emoji, emoticons, nu
                                      tables)
 from karukan_engine.rewriters.choice_memory import ChoiceMemory
 from karukan_engine.rewriters.request import RewriteRequest
+from karukan_engine.transliteration import Form
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +21,9 @@ log = logging.getLogger(__name__)
 KIND_MARK = "\ue000kind:"
 # Readings longer than this are sentences, not a word a rewriter knows.
 MAX_READING_CHARS = 40
+# The candidate window's first page (IBus and fcitx5 show 9): the reading's hiragana and
+# katakana stay on it when they were there before the additions, as Mozc users expect.
+FIRST_PAGE = 9
 
 # Applied in this order: a later one placed at the same offset comes before an earlier one
 # (やじるし: the arrows before the arrow emoji), and single kanji end the list.
@@ -53,7 +57,10 @@ class RewriterStage:
                 found.extend(rewriter(request))
             except Exception as exc:  # data or clock trouble must not cost the list
                 log.warning("rewriter failed: %s", type(exc).__name__)
-        return placement.add(listed, found) if found else list(listed)
+        if not found:
+            return list(listed)
+        kana = (Form.HIRAGANA.of(reading), Form.KATAKANA.of(reading))
+        return placement.keep_on_first_page(listed, placement.add(listed, found), kana, FIRST_PAGE)
 
     def remembered(self, reading: str) -> str | None:
         """The kind chosen before for this reading, if the rewriter that offers it is on."""
