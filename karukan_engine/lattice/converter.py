@@ -161,6 +161,10 @@ class LatticeConverter:
         # beside the word n-gram the character n-gram has its jointly fitted weight
         lm_weights = self.lm_weights if words is None else replace(self.lm_weights, weight=self.word_weights.char_weight)
         scorer = self.lm() if self.lm is not None and lm_weights.weight > 0 else None
+        if words is not None and scorer is None and self.lm is not None and lm_weights.weight > 0:
+            # the char n-gram still loading: the word n-gram's weights were fitted beside it,
+            # alone they favour odd paths (アアア for あああ), so the dictionary judges alone
+            words, lm_weights = None, self.lm_weights
         lm_context = request.left_context[-lm_weights.context_chars:] if scorer is not None else None
         word_context = request.left_context[-MAX_CONTEXT_WORD:] if words is not None else None
         key = (request.reading, tuple(cuts), start, context_key(request.left_context), self._versions(),
