@@ -23,6 +23,7 @@ word or phrase, entries not on the other system's page, gold first / on the page
 hiragana and katakana forms stand.
 
     python benchmarks/candidate_pages_eval.py --json pages.json
+    python benchmarks/candidate_pages_eval.py --lm          # with the n-grams, as `--no-model` converts
     python benchmarks/candidate_pages_eval.py --select readings.json   # pick the readings (Anthy)
 """
 
@@ -203,6 +204,8 @@ def main() -> int:
     parser.add_argument("--select", type=Path, help="write the readings (from the Anthy corpus) here and stop")
     parser.add_argument("--cache", type=Path, default=ROOT / "work_data" / "downloads")
     parser.add_argument("--model", action="store_true", help="the default fused pipeline (with the model)")
+    parser.add_argument("--lm", action="store_true",
+                        help="the dictionary with the bundled character and word n-grams, as `--no-model` converts")
     parser.add_argument("--config", type=Path, help="the sessions' config file (default: the defaults)")
     parser.add_argument("--show", type=int, default=0, help="print this many pages side by side")
     parser.add_argument("--json", type=Path)
@@ -224,6 +227,14 @@ def main() -> int:
     items, mozc = fixture["items"], fixture["pages"]
     dictionary = SystemDictionary()
     converter = LatticeConverter(dictionary, None, None)
+    if args.lm:
+        from karukan_engine.lattice.word_lm import LoadedWordScorer
+        from karukan_engine.lm.bundled import LoadedNgram, shared_ngram
+
+        lm, words = LoadedNgram(shared_ngram()), LoadedWordScorer(dictionary)
+        lm.handle.settle()
+        words.handle.settle()
+        converter = LatticeConverter(dictionary, None, None, lm=lm, word_lm=words)
     if args.model:
         from karukan_engine.conversion.factory import ConverterOptions
         from karukan_engine.conversion.fused import build_fused_converter
@@ -231,7 +242,7 @@ def main() -> int:
         converter = build_fused_converter(converter, ConverterOptions())
     ours = our_pages(converter, [item["reading"] for item in items], args.config)
     classes = EntryClasses(dictionary)
-    result = {"mozc_version": fixture["mozc_version"], "model": args.model}
+    result = {"mozc_version": fixture["mozc_version"], "model": args.model, "lm": args.lm or args.model}
     print(f"{'system':<8}{'kind':<9}{'pages':>6}{'junk':>7}{'w/junk':>7}{'guesses':>8}{'g<word':>8}"
           f"{'not@other':>9}{'gold1':>7}{'gold@p':>7}{'hira on/at':>11}{'kata on/at':>11}")
     for kind in ("segment", "phrase"):

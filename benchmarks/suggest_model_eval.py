@@ -10,10 +10,13 @@ word's spelling among the first k entries of the list (3 dictionary completions:
   dictionary   FusedConverter.suggestions: cost + 500·ln(50·remaining characters)
   model        FusedConverter.refined_suggestions: the best suggest.MODEL_POOL completions
                ranked again by cost + 500 × the model's NLL of each spelling (nats, given its
-               own reading and the left context) — what the engine shows once the model's
-               ranking arrives
+               own reading and the left context), only completions within
+               suggest.MODEL_MARGIN of the best one's cost reordered — what the engine shows
+               once the model's ranking arrives
+  margin M     (--margins) the same pool and scores with a margin of M instead (inf: the whole
+               pool reordered, the rule before issue 30; 0: ties only)
 
-    python benchmarks/suggest_model_eval.py [--items 1000] [--typed 2] [--model ID] [--json out.json]
+    python benchmarks/suggest_model_eval.py [--items 1000] [--typed 2] [--model ID] [--margins 0,500,inf] [--json out.json]
 """
 
 from __future__ import annotations
@@ -64,11 +67,14 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--typed", type=int, default=2, help="characters of the word's reading typed")
     parser.add_argument("--model", default="karukan-bundled", help="a models.toml id or a GGUF path")
+    parser.add_argument("--margins", default="", help="comma-separated margins to compare (cost units; inf)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    margins = [float(m) for m in args.margins.split(",") if m.strip()]
 
     from karukan_engine.conversion.fused import FusedConverter
     from karukan_engine.conversion.model_slot import ModelSlot
+    from karukan_engine.conversion.suggest import DICTIONARY_LIMIT, blended
     from karukan_engine.core.types import ConversionRequest
     from karukan_engine.dictionary.learning import LearningStore
     from karukan_engine.lattice.converter import LatticeConverter
@@ -81,8 +87,9 @@ def main() -> int:
         base = LatticeConverter(dictionary, None, LearningStore(Path(tmp) / "learning.json"))
         fused = FusedConverter(base, [ModelSlot(model, args.model)], lexicon=dictionary)
         cases = items(dictionary, args.items, args.typed)
-        hits = {name: {k: 0 for k in KS} for name in ("dictionary", "model")}
-        ms = {name: 0.0 for name in hits}
+        names = ["dictionary", "model"] + [f"margin {m:g}" for m in margins]
+        hits = {name: {k: 0 for k in KS} for name in names}
+        ms = {name: 0.0 for name in ("dictionary", "model")}
         changed = 0
         gained = {k: 0 for k in KS}   # the word in the model's first k, not in the dictionary's
         lost = {k: 0 for k in KS}
@@ -96,7 +103,15 @@ def main() -> int:
             ms["model"] += (time.perf_counter() - start) * 1000
             ranked = [c.surface for c in refined] if refined is not None else plain
             changed += ranked != plain
-            for name, order in (("dictionary", plain), ("model", ranked)):
+            orders = [("dictionary", plain), ("model", ranked)]
+            if margins:
+                view = fused.suggesting.model_view(request, [])
+                pool, nats = view if view is not None else ([], None)
+                for m in margins:
+                    order = ([c.surface for c in blended(pool, nats, m)][:DICTIONARY_LIMIT]
+                             if nats is not None else plain)
+                    orders.append((f"margin {m:g}", order))
+            for name, order in orders:
                 for k in KS:
                     hits[name][k] += case["surface"] in order[:k]
             for k in KS:
@@ -115,7 +130,7 @@ def main() -> int:
     print(f"{'ranking':12} " + " ".join(f"{'hit@' + str(k):>7}" for k in KS) + f" {'ms/item':>8}")
     for name, by_k in results["hit_rate"].items():
         print(f"{name:12} " + " ".join(f"{by_k['@' + str(k)]:7.3f}" for k in KS)
-              + f" {results['ms_per_item'][name]:8.2f}")
+              + (f" {results['ms_per_item'][name]:8.2f}" if name in results["ms_per_item"] else ""))
     print("model vs dictionary, items gained / lost: "
           + ", ".join(f"@{k} +{gained[k]} / -{lost[k]}" for k in KS))
     print(f"# load {results['machine']['load_1min']:.2f}, {results['machine']['cpus']} CPUs")

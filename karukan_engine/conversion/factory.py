@@ -62,11 +62,15 @@ def _dictionary_converter(load_in_background: bool) -> DictionaryConverter | Non
 
     lm = LoadedNgram(shared_ngram())
     try:
-        converter = LatticeConverter.load_default(lm=lm)
+        converter = LatticeConverter.load_default(lm=lm, words=True)
     except (FileNotFoundError, DictionaryFormatError) as exc:
         # Typing must keep working: kana only, with the reason in the log (no user text in it).
         log.warning("system dictionary unavailable (%s); using kana only", exc)
         return None
-    if not load_in_background:
+    if load_in_background:
+        converter.prepare_in_background()
+    else:
         lm.handle.settle()
+        if converter.word_lm is not None:
+            converter.word_lm.handle.settle()
     return converter

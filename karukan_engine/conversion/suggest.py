@@ -8,7 +8,9 @@ need few more characters first. Dictionary completions start from two typed char
 Where a model is loaded, the best MODEL_POOL dictionary completions can be ranked again with
 the model's view of each given the left context (`blended`): its NLL of the spelling, in nats
 over the whole spelling, is added to the cost at Mozc's scale (about 500 cost units per nat).
-benchmarks/suggest_model_eval.py measured it (docs/benchmarks.md).
+Only completions within MODEL_MARGIN of the best one's cost are reordered so: the NLL of a whole
+spelling favours short ones, and unbounded it lifted far-down entries (ありがとぅ, ありがとう的)
+into the list. benchmarks/suggest_model_eval.py measured both (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ PREDICTIVE_READINGS = 200
 DICTIONARY_LIMIT = 3     # dictionary completions shown after the learned ones
 MODEL_POOL = 8           # dictionary completions the model ranks again
 NATS_AS_COST = 500       # Mozc's word costs are about -500·ln p
+# The model reorders only completions whose predictive cost is at most this much above the best
+# one's (benchmarks/suggest_model_eval.py --margins, docs/benchmarks.md).
+MODEL_MARGIN = 1500.0
 
 
 def predictive_cost(cost: int, remaining_chars: int) -> float:
@@ -81,8 +86,26 @@ def model_pool(reading: str, learned: Sequence[Candidate], dictionary,
     return pool
 
 
-def blended(pool: Sequence[tuple[float, Completion]], nats: Sequence[float]) -> list[Completion]:
-    """The pool ordered by cost + NATS_AS_COST·nats (nats: the model's NLL of each spelling);
-    equal scores keep the dictionary's order."""
-    order = sorted(range(len(pool)), key=lambda i: (pool[i][0] + NATS_AS_COST * nats[i], i))
-    return [pool[i][1] for i in order]
+def shown_order(learned: Sequence[Candidate], ranked: Sequence[Candidate], continued: Sequence[Candidate],
+                limit: int) -> list[Candidate]:
+    """What the list shows once the model has ranked the dictionary's completions (`ranked`):
+    learned completions, the best ranked one, the n-gram's continuation (a guess about what
+    follows the word, after the word itself), the other ranked ones; each spelling once, at most
+    DICTIONARY_LIMIT ranked ones and `limit` in all."""
+    ranked = list(ranked)[:DICTIONARY_LIMIT]   # a continuation that one of them spells takes no slot
+    return unique_surfaces(learned, ranked[:1], continued, ranked[1:])[:max(0, limit)]
+
+
+def blended(pool: Sequence[tuple[float, Completion]], nats: Sequence[float],
+            margin: float = MODEL_MARGIN) -> list[Completion]:
+    """The pool with the model's view (nats: its NLL of each spelling): the completions whose
+    cost is within `margin` of the cheapest ordered by cost + NATS_AS_COST·nats, then the rest
+    in the dictionary's order. Equal scores keep the pool's order."""
+    if not pool:
+        return []
+    best = min(cost for cost, _completion in pool)
+    near = [i for i, (cost, _completion) in enumerate(pool) if cost <= best + margin]
+    far = [i for i, (cost, _completion) in enumerate(pool) if cost > best + margin]
+    near.sort(key=lambda i: (pool[i][0] + NATS_AS_COST * nats[i], i))
+    far.sort(key=lambda i: (pool[i][0], i))
+    return [pool[i][1] for i in near + far]

@@ -12,6 +12,7 @@ candidates(): N-best whole-reading paths, deduplicated by surface (led by live()
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from functools import partial
 from itertools import chain
 from pathlib import Path
@@ -23,7 +24,7 @@ from karukan_engine.core.types import Candidate, ConversionRequest, LazyCandidat
 from karukan_engine.dictionary.learning import LearningStore, context_key
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.dictionary.user_dictionary import UserDictionary
-from karukan_engine.kana import has_kanji, is_one_kanji
+from karukan_engine.kana import has_kanji, is_one_kanji, to_hiragana
 from karukan_engine.lattice.candidate_filter import (
     HIRAGANA_BY,
     KATAKANA_BY,
@@ -40,9 +41,18 @@ from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
 from karukan_engine.lattice.live_spelling import fitting_text
 from karukan_engine.lattice.lm_paths import MAX_EXPANSIONS, LmWeights, ScoredPath, TextScorer, ranked_paths
 from karukan_engine.lattice.search import SearchSpace
+from karukan_engine.lattice.segment_order import split_compositions
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
 from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
 from karukan_engine.lattice.variants import load_symbols, number_variants, symbol_variants
+from karukan_engine.lattice.word_lm import (
+    MAX_CONTEXT_WORD,
+    LoadedWordScorer,
+    WordLmWeights,
+    WordScorer,
+    path_rescorer,
+    space_terms,
+)
 from karukan_engine.transliteration import Form, script_variants
 
 SEGMENT_ALTERNATIVES = 20
@@ -73,12 +83,16 @@ class _Analysis:
 class LatticeConverter:
     def __init__(self, dictionary: SystemDictionary, user_dictionary: UserDictionary | None = None,
                  learning: LearningStore | None = None, lm: Callable[[], TextScorer | None] | None = None,
-                 lm_weights: LmWeights = LmWeights()) -> None:
+                 lm_weights: LmWeights = LmWeights(), word_lm: Callable[[], WordScorer | None] | None = None,
+                 word_weights: WordLmWeights = WordLmWeights()) -> None:
         """lm: gives the language model the paths are judged with, or None while it loads (or
-        without one: the dictionary's costs alone)."""
+        without one: the dictionary's costs alone); word_lm: the same for the word n-gram the
+        search itself scores words with (lattice/word_lm.py)."""
         self.dictionary = dictionary
         self.lm = lm
         self.lm_weights = lm_weights
+        self.word_lm = word_lm
+        self.word_weights = word_weights
         self.user_dictionary = user_dictionary
         self.learning = learning
         sources = []
@@ -91,19 +105,35 @@ class LatticeConverter:
         self.symbols = load_symbols(dictionary.directory / "symbols.tsv")
         self.context = ContextAnalyzer(dictionary)
         self.use_context = True   # the first word connects to the end of request.left_context
+        self.preparation: threading.Thread | None = None   # prepare_in_background's thread
         self._lock = threading.Lock()
         self._cache: Lru[tuple, _Analysis] = Lru(ANALYSIS_CACHE_SIZE)
         self._segment_cache: Lru[tuple, tuple[Candidate, ...]] = Lru(SEGMENT_CACHE_SIZE)
 
     @classmethod
     def load_default(cls, directory: Path = DEFAULT_DIR,
-                     lm: Callable[[], TextScorer | None] | None = None) -> "LatticeConverter":
+                     lm: Callable[[], TextScorer | None] | None = None, words: bool = False) -> "LatticeConverter":
         """The bundled system dictionary with the user's dictionary and learning history (and
-        the language model `lm` gives, with its fitted weights). Raises FileNotFoundError when
-        the compiled dictionary is missing, DictionaryFormatError when it is damaged."""
+        the language model `lm` gives, with its fitted weights; words: the bundled word n-gram
+        too, loading in the background). Raises FileNotFoundError when the compiled dictionary
+        is missing, DictionaryFormatError when it is damaged."""
         dictionary = SystemDictionary(directory)
         user = UserDictionary(pos_names=dictionary.user_pos)
-        return cls(dictionary, user, LearningStore(), lm=lm)
+        word_lm = LoadedWordScorer(dictionary) if words and WordLmWeights().weight > 0 else None
+        return cls(dictionary, user, LearningStore(), lm=lm, word_lm=word_lm)
+
+    def prepare_in_background(self) -> threading.Thread:
+        """Build what a key would otherwise build on first use (the engine: the key after a
+        commit, the first with a left context, waited 50-110 ms for them): the left-context
+        index and the dictionary's bunsetsu-boundary table."""
+        thread = threading.Thread(target=self._prepare, name="karukan-lattice-prepare", daemon=True)
+        thread.start()
+        self.preparation = thread
+        return thread
+
+    def _prepare(self) -> None:
+        self.context.prepare()
+        _ = self.dictionary.segmenter
 
     def clear_cache(self) -> None:
         """Forget the last analysis (benchmarks; the cache is otherwise keyed safely)."""
@@ -127,17 +157,27 @@ class LatticeConverter:
         cuts = fixed_cuts(len(request.reading), tuple(request.fixed_lengths))
         start = self.context.left_neighbours(request.left_context) if self.use_context else START
         # the learned choice after a context depends on the context's last characters
-        scorer = self.lm() if self.lm is not None and self.lm_weights.weight > 0 else None
-        lm_context = request.left_context[-self.lm_weights.context_chars:] if scorer is not None else None
+        words = self.word_lm() if self.word_lm is not None and self.word_weights.weight > 0 else None
+        # beside the word n-gram the character n-gram has its jointly fitted weight
+        lm_weights = self.lm_weights if words is None else replace(self.lm_weights, weight=self.word_weights.char_weight)
+        scorer = self.lm() if self.lm is not None and lm_weights.weight > 0 else None
+        if words is not None and scorer is None and self.lm is not None and lm_weights.weight > 0:
+            # the char n-gram still loading: the word n-gram's weights were fitted beside it,
+            # alone they favour odd paths (アアア for あああ), so the dictionary judges alone
+            words, lm_weights = None, self.lm_weights
+        lm_context = request.left_context[-lm_weights.context_chars:] if scorer is not None else None
+        word_context = request.left_context[-MAX_CONTEXT_WORD:] if words is not None else None
         key = (request.reading, tuple(cuts), start, context_key(request.left_context), self._versions(),
-               lm_context)
+               lm_context, word_context)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
                 return found
         lattice = self.builder.build(request.reading, cuts)
-        space = SearchSpace(lattice, self.dictionary, 0, len(request.reading), bos_choices=start)
-        ranked = ranked_paths(lattice, space, scorer, request.left_context, self.lm_weights)
+        space = SearchSpace(lattice, self.dictionary, 0, len(request.reading), bos_choices=start,
+                            **space_terms(words, lattice, request.left_context, self.word_weights))
+        ranked = ranked_paths(lattice, space, scorer, request.left_context, lm_weights,
+                              path_rescorer(words, lattice, request.left_context, self.word_weights))
         analysis = _Analysis(lattice, space, cuts, ranked)
         with self._lock:
             self._cache.put(key, analysis)
@@ -254,7 +294,8 @@ class LatticeConverter:
         versions = self._versions()
         segments = []
         for lo, hi, best, left, eos_lid in self._best(request, analysis):
-            key = (reading[lo:hi], left, eos_lid, best, versions)
+            # a list made before the language model loaded is not reused after
+            key = (reading[lo:hi], left, eos_lid, best, versions, self._segment_lm() is None)
             with self._lock:
                 candidates = self._segment_cache.get(key)
                 if candidates is None:
@@ -291,6 +332,11 @@ class LatticeConverter:
             self.learning.close()
 
     # -- segment candidates --------------------------------------------------------------------
+    def _segment_lm(self):
+        """The word n-gram itself, or None (none, not in use, or still loading)."""
+        scorer = self.word_lm() if self.word_lm is not None and self.word_weights.weight > 0 else None
+        return scorer.model if scorer is not None else None
+
     def _segment_candidates(self, lattice: Lattice, lo: int, hi: int, left: tuple[tuple[int, int], ...],
                             eos_lid: int, best: Candidate) -> list[Candidate]:
         """Runs when a segment's list is first read, in whichever thread reads it (the lattice is
@@ -302,12 +348,14 @@ class LatticeConverter:
             space = SearchSpace(lattice, self.dictionary, lo, hi, eos_lid=eos_lid, bos_choices=left)
         kept: list[Spelling] = []
         sources: dict[str, Source] = {}
+        words: dict[str, list[tuple[str, str]]] = {}
         plausible = SegmentFilter()
         for cost, nodes in space.paths(SEGMENT_EXPANSIONS):
             surface = "".join(lattice.surface(x) for x in nodes)
             if surface in sources:
                 continue
             source = sources[surface] = _source_of(lattice, nodes)
+            words[surface] = [(lattice.surface(x), to_hiragana(lattice.node_reading(x))) for x in nodes]
             structure = sum(self.dictionary.connection(int(lattice.rid[a]), int(lattice.lid[b]))
                             for a, b in zip(nodes, nodes[1:]))
             # after the first word, a word written with kanji is another content word (particles,
@@ -323,8 +371,10 @@ class LatticeConverter:
         ordered = order_spellings(kept)
         top_cost = reference_cost(kept)
         likely = [Candidate(s.surface, "", sources[s.surface]) for s in ordered if shape_of(s, top_cost) < Shape.COMPOSED]
-        composed = [Candidate(s.surface, "", sources[s.surface]) for s in ordered
-                    if shape_of(s, top_cost) == Shape.COMPOSED]
+        glued = [s for s in ordered if shape_of(s, top_cost) == Shape.COMPOSED]
+        # compositions of words the word n-gram never saw side by side are not listed (segment_order.py)
+        composed, _ = split_compositions([Candidate(s.surface, "", sources[s.surface]) for s in glued],
+                                         [words[s.surface] for s in glued], self._segment_lm())
         learned = [Candidate(s, "", Source.LEARNING) for s in self.learning.lookup(reading)] if self.learning else []
         forms = script_variants(reading)
         kana = [c for c in forms if c.annotation in (Form.HIRAGANA.label, Form.KATAKANA.label)]

@@ -69,6 +69,8 @@ class Lattice:
     _extra_surfaces: dict[int, str]
     _extra_sources: dict[int, str]
     _decode: Callable[[str, int], str] = field(repr=False, default=lambda r, i: r)
+    # system dictionary entry of each node, -1 for the others (the word LM's ids are per entry)
+    entry: np.ndarray | None = field(repr=False, default=None)
 
     def __len__(self) -> int:
         return int(self.start.size)
@@ -167,6 +169,7 @@ class LatticeBuilder:
             _extra_surfaces={0: "", 1: "", **dict(zip(extra_nodes, extra_surfaces))},
             _extra_sources={0: "bos", 1: "eos", **dict(zip(extra_nodes, extra_sources))},
             _decode=d.surface,
+            entry=column((-1, -1), entries, np.full(len(extra_rows), -1), np.int64),
         )
 
     def _fallbacks(self, reading: str, i: int, limit: int, covered: set[int]):

@@ -13,7 +13,7 @@ the first candidate. The dictionary's cost stays the backoff for what the n-gram
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from karukan_engine.lattice.lattice import Lattice
 from karukan_engine.lattice.search import SearchSpace
@@ -57,7 +57,7 @@ def distinct_paths(lattice: Lattice, space: SearchSpace, limit: int) -> list[tup
     """The cheapest path of each of the first `limit` distinct surfaces, cheapest first."""
     found: list[tuple[int, str, list[int]]] = []
     seen: set[str] = set()
-    for cost, nodes in space.paths(MAX_EXPANSIONS):
+    for cost, nodes in space.paths(MAX_EXPANSIONS, distinct=True):
         surface = "".join(lattice.surface(node) for node in nodes)
         if surface not in seen:
             seen.add(surface)
@@ -68,15 +68,18 @@ def distinct_paths(lattice: Lattice, space: SearchSpace, limit: int) -> list[tup
 
 
 def ranked_paths(lattice: Lattice, space: SearchSpace, scorer: TextScorer | None, context: str,
-                 weights: LmWeights) -> list[ScoredPath]:
+                 weights: LmWeights, rescore: Callable[[list[list[int]]], list[float]] | None = None) -> list[ScoredPath]:
     """The distinct paths best first by the joint score (by cost alone without a scorer or
-    weight); ties keep the dictionary's order."""
-    found = distinct_paths(lattice, space, weights.paths if scorer is not None and weights.weight > 0 else 1)
-    if scorer is None or weights.weight <= 0 or len(found) < 2:
+    weight); ties keep the dictionary's order. rescore: more cost units per path (the word
+    trigram's correction of the bigram the search used, lattice/word_lm.py), all paths at once."""
+    judged = scorer is not None and weights.weight > 0
+    found = distinct_paths(lattice, space, weights.paths if judged or rescore is not None else 1)
+    if not (judged or rescore is not None) or len(found) < 2:
         return [ScoredPath(float(cost), cost, surface, tuple(nodes)) for cost, surface, nodes in found]
     tail = context[-weights.context_chars:] if weights.context_chars else ""
-    logs = scorer.score_many([(surface, tail) for _, surface, _ in found])
-    scored = [ScoredPath(cost - weights.weight * float(log), cost, surface, tuple(nodes))
-              for (cost, surface, nodes), log in zip(found, logs)]
+    logs = scorer.score_many([(surface, tail) for _, surface, _ in found]) if judged else [0.0] * len(found)
+    extra = rescore([nodes for _, _, nodes in found]) if rescore is not None else [0.0] * len(found)
+    scored = [ScoredPath(cost - (weights.weight if judged else 0.0) * float(log) + more, cost, surface, tuple(nodes))
+              for (cost, surface, nodes), log, more in zip(found, logs, extra)]
     order = sorted(range(len(scored)), key=lambda i: (scored[i].score, i))
     return [scored[i] for i in order]

@@ -5,7 +5,9 @@ POS id is bos_rid and a virtual end whose left POS id is eos_lid. With inside_se
 path must stay inside one bunsetsu: transitions the segmenter marks as boundaries are forbidden,
 and the segment's first/last words pay Mozc's prefix/suffix boundary penalties.
 
-Path cost = sum of word costs + sum of connection costs matrix[left.rid, right.lid].
+Path cost = sum of word costs + sum of connection costs matrix[left.rid, right.lid]; a word
+language model (lattice/word_lm.py) adds to each word's cost and gives some pairs of words a
+bonus (never positive) on the transition between them, so the search stays exact.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ class SearchSpace:
     # several possible left neighbours (rid, extra cost), e.g. the readings of the context's last
     # word; overrides bos_rid when given
     bos_choices: tuple[tuple[int, int], ...] = ()
+    # the word LM's terms: a cost added to each node, and (prev, cur, bonus <= 0) transitions
+    extra_cost: np.ndarray | None = None
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     alpha: np.ndarray = field(init=False)        # best cost from the start through each node
     _preds: dict = field(init=False, default_factory=dict)
     _pred_by_node: dict = field(init=False, default_factory=dict)
@@ -48,7 +53,7 @@ class SearchSpace:
         self.end = lat.end.copy()
         self.lid = lat.lid.copy()
         self.rid = lat.rid.copy()
-        self.cost = lat.cost.copy()
+        self.cost = lat.cost.copy() if self.extra_cost is None else lat.cost + self.extra_cost
         self.start[BOS] = self.end[BOS] = self.lo
         self.start[EOS] = self.end[EOS] = self.hi
         self.rid[BOS] = self.bos_rid
@@ -66,6 +71,7 @@ class SearchSpace:
         self._bos_rids = np.array([r for r, _ in choices], dtype=np.int64)
         self._bos_costs = np.array([c for _, c in choices], dtype=np.int64)
         self._index()
+        self._index_pairs()
         self._forward()
 
     def _from_start(self, lids: np.ndarray) -> np.ndarray:
@@ -103,6 +109,38 @@ class SearchSpace:
         # where each rid group starts, relative to the first node arriving at its position
         self._end_group_offsets = group_starts - end_bounds[self.end[by_end[group_starts]] - self.lo]
         self._end_group_rid = self.rid[by_end][new_group]
+
+    def _index_pairs(self) -> None:
+        """The bonus transitions grouped by the position where they happen, and by their right node."""
+        self._bonus_at: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._bonus_of: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        if self.pairs is None or self.pairs[0].size == 0:
+            return
+        prev, cur, bonus = self.pairs
+        slot = np.empty(len(self.lattice), dtype=np.int64)   # a node's place among those starting with it
+        slot[self._by_start] = np.arange(self._by_start.size) - np.asarray(self._start_bounds)[
+            self.start[self._by_start] - self.lo]
+        slot[EOS] = 0
+        where = self.start[cur].astype(np.int64) - self.lo
+        where[cur == EOS] = self.hi - self.lo
+        order = np.lexsort((cur, where))
+        prev, cur, bonus, where = prev[order], cur[order], bonus[order], where[order]
+        slots = slot[cur]
+        bounds = np.flatnonzero(np.diff(where)) + 1
+        for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), where.size]):
+            self._bonus_at[int(where[a])] = (prev[a:b], slots[a:b], bonus[a:b])
+        bounds = (np.flatnonzero(np.diff(cur)) + 1).tolist()
+        cur_list = cur.tolist()
+        for a, b in zip([0, *bounds], [*bounds, cur.size]):
+            self._bonus_of[cur_list[a]] = (prev[a:b], bonus[a:b])
+
+    def _enter(self, prev: np.ndarray, cur: np.ndarray) -> np.ndarray:
+        """Connection cost of each (prev, cur) pair (BOS: the best of the left neighbours)."""
+        out = self.dictionary.matrix[self.rid[prev], self.lid[cur]].astype(np.int64)
+        first = prev == BOS
+        if first.any():
+            out[first] = self._from_start(self.lid[cur[first]])
+        return out
 
     def _ending(self, position: int) -> np.ndarray:
         """Nodes ending at position (the start node alone at lo)."""
@@ -146,7 +184,15 @@ class SearchSpace:
                 if segmenter is not None and nodes is not eos:
                     scores[segmenter[rows, ulid]] = INF
                 best = scores.min(axis=0)
-            alpha[nodes] = np.minimum(best[inverse] + cost, INF)
+            best = best[inverse]
+            bonus = self._bonus_at.get(i)
+            if bonus is not None:
+                prev, slots, value = bonus
+                reached = alpha[prev] < INF
+                prev, slots, value = prev[reached], slots[reached], value[reached]
+                best = best.copy()
+                np.minimum.at(best, slots, alpha[prev] + self._enter(prev, nodes[slots]) + value)
+            alpha[nodes] = np.minimum(best + cost, INF)
 
     # -- results -----------------------------------------------------------------------------
     @property
@@ -166,16 +212,29 @@ class SearchSpace:
 
     def path_cost(self, path: list[int]) -> int:
         nodes = [*path, EOS]
-        total = int(self._from_start(np.array([self.lid[nodes[0]]]))[0]) + int(self.cost[nodes[0]])
+        total = (int(self._from_start(np.array([self.lid[nodes[0]]]))[0]) + int(self.cost[nodes[0]])
+                 + self._bonus(BOS, nodes[0]))
         for left, right in zip(nodes, nodes[1:]):
-            total += int(self.dictionary.matrix[self.rid[left], self.lid[right]]) + int(self.cost[right])
+            total += (int(self.dictionary.matrix[self.rid[left], self.lid[right]]) + int(self.cost[right])
+                      + self._bonus(left, right))
         return total
+
+    def _bonus(self, left: int, right: int) -> int:
+        found = self._bonus_of.get(right)
+        if found is None:
+            return 0
+        hit = np.flatnonzero(found[0] == left)
+        return int(found[1][hit[0]]) if hit.size else 0
 
     def _predecessors(self, node: int) -> tuple[list[int], list[int]]:
         """Nodes that can precede node, sorted by alpha + connection cost (as Python lists: the
         A* loop indexes them one at a time). Cached per node and per (start, lid)."""
         cached = self._pred_by_node.get(node)
         if cached is not None:
+            return cached
+        bonus = self._bonus_of.get(node)
+        if bonus is not None:
+            cached = self._pred_by_node[node] = self._predecessors_with(node, *bonus)
             return cached
         position, lid = int(self.start[node]), int(self.lid[node])
         key = (position, lid, node == EOS)
@@ -196,6 +255,22 @@ class SearchSpace:
         self._pred_by_node[node] = cached
         return cached
 
+    def _predecessors_with(self, node: int, bonus_prev: np.ndarray, bonus: np.ndarray) -> tuple[list[int], list[int]]:
+        """_predecessors of a node some transitions into which have a bonus (not shared by lid)."""
+        position = int(self.start[node]) if node != EOS else self.hi
+        if position == self.lo:
+            prev, alpha = _BOS_ONLY, np.zeros(1, dtype=np.int64)
+        else:
+            prev, _, alpha = self._arrivals_at(position)
+        score = self._enter(prev, np.full(prev.size, node)) + alpha
+        index = {int(p): k for k, p in enumerate(prev.tolist())}
+        for p, b in zip(bonus_prev.tolist(), bonus.tolist()):
+            k = index.get(p)
+            if k is not None:
+                score[k] += b
+        order = np.argsort(score, kind="stable")
+        return prev[order].tolist(), score[order].tolist()
+
     def _arrivals_at(self, position: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The reachable nodes ending at position, their right ids and costs (cached)."""
         arrivals = self._arrivals.get(position)
@@ -207,29 +282,38 @@ class SearchSpace:
             arrivals = self._arrivals[position] = (prev, self.rid[prev], alpha)
         return arrivals
 
-    def paths(self, max_expansions: int = 20000) -> Iterator[tuple[int, list[int]]]:
+    def paths(self, max_expansions: int = 20000, distinct: bool = False) -> Iterator[tuple[int, list[int]]]:
         """All paths, cheapest first: (cost, nodes without BOS/EOS).
 
         Backward A* with the exact forward cost as heuristic; each popped state pushes its own
         best predecessor and its next sibling only, so every path is produced exactly once.
+        distinct: a suffix of the reading already expanded with the same text (the same words
+        under other POS ids) is not expanded again, so the first distinct surfaces come without
+        walking every POS variant of the best one; a surface then comes with the cost of the
+        cheapest path that kept its first-expanded suffixes (at most that of its cheapest path
+        plus the connection differences: the order of the distinct surfaces is near, not exact).
         """
         if not self.reachable:
             return
         alpha = self.alpha.tolist()
         cost = self.cost.tolist()
-        # state: (f, tie, node, base, chain, parent_node, rank); base = cost of everything after node
-        # up to EOS plus the parent's word cost; chain = the nodes after node, as a linked tuple
-        heap: list = [(alpha[EOS], 0, EOS, 0, None, -1, 0)]
+        start = self.start.tolist()
+        surface = self.lattice.surface
+        expanded: set[tuple[int, str]] = set()
+        # state: (f, tie, node, base, chain, parent_node, rank, text); base = cost of everything
+        # after node up to EOS plus the parent's word cost; chain = the nodes after node, as a
+        # linked tuple; text = their surface (distinct only)
+        heap: list = [(alpha[EOS], 0, EOS, 0, None, -1, 0, "")]
         tie = 1
         expansions = 0
         while heap and expansions < max_expansions:
-            f, _, node, base, chain, parent, rank = heapq.heappop(heap)
+            f, _, node, base, chain, parent, rank, text = heapq.heappop(heap)
             expansions += 1
             if parent >= 0:  # the sibling: next predecessor of the same parent
                 preds, scores = self._predecessors(parent)
                 if rank + 1 < len(preds):
                     heapq.heappush(heap, (scores[rank + 1] + base, tie, preds[rank + 1],
-                                          base, chain, parent, rank + 1))
+                                          base, chain, parent, rank + 1, text))
                     tie += 1
             if node == BOS:
                 path = []
@@ -239,9 +323,15 @@ class SearchSpace:
                     link = link[1]
                 yield f, path[:-1]   # the last link is EOS
                 continue
+            if distinct and node != EOS:
+                text = surface(node) + text
+                key = (start[node], text)
+                if key in expanded:
+                    continue
+                expanded.add(key)
             preds, scores = self._predecessors(node)
             if preds:
                 new_base = f - alpha[node] + cost[node]
                 heapq.heappush(heap, (scores[0] + new_base, tie, preds[0], new_base,
-                                      (node, chain), node, 0))
+                                      (node, chain), node, 0, text))
                 tie += 1

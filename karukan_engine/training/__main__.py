@@ -3,7 +3,7 @@
 Stages (each caches its output under the work directory and is skipped when it exists, unless
 --force): corpus, readings, pairs, train, export, ngram (the character n-gram beside the
 model), eval; `all` runs them in order. Two more run
-only when named: `pools` and `rerank` (a fine-tune on the choice the engine asks of the model;
+only when named: `wordlm` (the word trigram beside the model), `devsets`, `pools` and `rerank` (a fine-tune on the choice the engine asks of the model;
 docs/training.md "Rerank fine-tune"); `export --from rerank` exports its weights.
 """
 
@@ -23,7 +23,7 @@ MODEL_DESCRIPTION = ("Character-level kana-kanji model (jinen/zenz-v3 prompt) tr
                      "RealPersonaChat, Tatoeba, Japanese Wikipedia (JGLUE, Kyoto Wikipedia Annotated "
                      "Corpus) and Aozora Bunko; CC BY-SA 4.0; see docs/model-card.md")
 STAGES = ("corpus", "readings", "pairs", "train", "export", "ngram", "eval")
-EXTRA_STAGES = ("pools", "rerank", "devsets")
+EXTRA_STAGES = ("pools", "rerank", "devsets", "wordlm")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -120,6 +120,10 @@ def run_stage(stage: str, args: argparse.Namespace) -> None:
         from karukan_engine.training.ngram import build_ngram
 
         build_ngram(args.corpus, args.model_dir, min_count=args.ngram_min_count, force=args.force)
+    elif stage == "wordlm":
+        from karukan_engine.training.wordlm import build_wordlm
+
+        build_wordlm(args.corpus, args.model_dir, processes=args.processes, force=args.force)
     elif stage == "eval":
         from karukan_engine.training.evaluate import evaluate
 

@@ -1,6 +1,7 @@
 """Predictions offer the model's continuation (issue #14, item 5): the bundled n-gram's kana
-continuation of the live text joins the suggestion list, right after learned completions, as a
-completion of the whole reading."""
+continuation of the live text joins the suggestion list, as a completion of the whole reading:
+after learned completions and the dictionary's best completion (issue 30: before it, it took
+first place from the word the user typed)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,11 @@ def test_a_sure_continuation_follows_the_learned_completions(fused):
             assert continued == []
             continue
         offered += 1
-        assert continued == [expected] and refined[0] == expected   # nothing learned: first
+        surfaces = [c.surface for c in refined]
+        # nothing learned: second, after the dictionary's best (or that one, when it spells it)
+        assert expected.surface in surfaces[:2]
+        assert refined[0].source == Source.DICTIONARY or refined[0] == expected
+        assert continued in ([expected], [])
         assert expected.reading.startswith(reading) and expected.surface.startswith(fused.live_quick(request))
     assert offered >= 2, "the n-gram continued no phrase: the test shows nothing"
 
@@ -70,7 +75,9 @@ def test_learned_completions_stay_ahead_of_the_continuation(fused):
     assert expected_continuation(fused, request) is not None
     fused.record([("よろしくおねがいいたします", "よろしくお願いいたします")])
     refined = fused.refined_suggestions(request)
-    assert refined[0].source == Source.LEARNING and refined[1].source == Source.MODEL
+    expected = expected_continuation(fused, request)
+    assert refined[0].source == Source.LEARNING
+    assert expected.surface in [c.surface for c in refined[1:3]]
 
 
 def test_choosing_the_continuation_commits_and_learns_the_whole_phrase(fused):

@@ -5,6 +5,7 @@ LiveService.request, UpdateKind.SUGGESTIONS)."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import unicodedata
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from karukan_engine.conversion.suggest import NATS_AS_COST, blended
+from karukan_engine.conversion.suggest import MODEL_MARGIN, NATS_AS_COST, blended
 from karukan_engine.core.types import Completion, ConversionRequest, Source
 from karukan_engine.dictionary.system import DEFAULT_DIR
 
@@ -22,17 +23,25 @@ _pools = st.lists(st.tuples(st.integers(0, 20000), st.floats(0, 50, allow_nan=Fa
 
 
 @settings(max_examples=200, deadline=None)
-@given(_pools)
-def test_blended_orders_by_cost_plus_the_models_nats_and_keeps_every_completion(rows):
+@given(_pools, st.sampled_from([0.0, 300.0, MODEL_MARGIN, math.inf]))
+def test_blended_reorders_only_what_is_near_the_best_cost_and_keeps_every_completion(rows, margin):
     pool = [(cost, Completion(f"w{i}", source=Source.DICTIONARY, reading=f"よみ{i}")) for i, (cost, _n) in enumerate(rows)]
     nats = [n for _c, n in rows]
-    out = blended(pool, nats)
+    out = blended(pool, nats, margin)
     assert sorted(c.surface for c in out) == sorted(c.surface for _cost, c in pool)
+    cost = {c.surface: cost for cost, c in pool}
     scores = {c.surface: cost + NATS_AS_COST * n for (cost, c), n in zip(pool, nats)}
-    assert [scores[c.surface] for c in out] == sorted(scores[c.surface] for c in out)
+    best = min(cost.values(), default=0)
+    near = [c for c in out if cost[c.surface] <= best + margin]
+    far = [c for c in out if cost[c.surface] > best + margin]
+    assert out == near + far   # the model never lifts a far completion over a near one
+    assert [scores[c.surface] for c in near] == sorted(scores[c.surface] for c in near)
+    assert [cost[c.surface] for c in far] == sorted(cost[c.surface] for c in far)
+    if math.isinf(margin):   # unbounded: the whole pool by the blend (the rule before issue 30)
+        assert [scores[c.surface] for c in out] == sorted(scores.values())
     # The same view of every completion leaves the dictionary's order (ties: as listed).
     dictionary_order = [c for _i, (_cost, c) in sorted(enumerate(pool), key=lambda t: (t[1][0], t[0]))]
-    assert blended(pool, [1.0] * len(pool)) == dictionary_order
+    assert blended(pool, [1.0] * len(pool), margin) == dictionary_order
 
 
 # --- with a real (tiny) model ------------------------------------------------------------------
@@ -61,8 +70,7 @@ def _by_the_model(model, system, reading: str, context: str) -> list[str]:
     pool = model_pool(reading, [], system)
     nats = [model.score(c.reading, context, c.surface) * len(unicodedata.normalize("NFKC", c.surface))
             for _cost, c in pool]
-    order = sorted(range(len(pool)), key=lambda i: (pool[i][0] + NATS_AS_COST * nats[i], i))
-    return [pool[i][1].surface for i in order][:DICTIONARY_LIMIT]
+    return [c.surface for c in blended(pool, nats)][:DICTIONARY_LIMIT]
 
 
 @needs_dictionary

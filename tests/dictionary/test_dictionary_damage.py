@@ -138,7 +138,7 @@ def test_the_engine_falls_back_to_kana_on_a_damaged_dictionary(built, tmp_path, 
     directory = damaged_copy(built, tmp_path)
     (directory / "system.npz").write_bytes(b"not a zip")
     load = LatticeConverter.load_default.__func__
-    monkeypatch.setattr(LatticeConverter, "load_default", classmethod(lambda cls, lm=None: load(cls, directory, lm=lm)))
+    monkeypatch.setattr(LatticeConverter, "load_default", classmethod(lambda cls, lm=None, **kw: load(cls, directory, lm=lm, **kw)))
     converter = build_converter(ConverterOptions(use_model=False))
     assert isinstance(converter, PlainConverter)
     assert converter.candidates(ConversionRequest("かな"), 3)[0].surface == "かな"

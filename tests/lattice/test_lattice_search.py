@@ -113,3 +113,56 @@ def test_fallbacks_pass_digits_and_latin_through(dictionary):
     assert "".join(surfaces).endswith("12ab")
     assert "12" in surfaces and "ab" in surfaces
     assert space.alpha[EOS] < INF
+
+
+@settings(max_examples=120, deadline=None)
+@given(reading=readings, data=st.data())
+def test_word_bonuses_keep_viterbi_and_nbest_exact(dictionary, reading, data):
+    """A word LM's terms (lattice/word_lm.py): a cost per node and a bonus <= 0 on some
+    transitions (BOS and EOS ones too); the search must stay exact against brute force."""
+    lattice = LatticeBuilder(dictionary).build(reading)
+    n = len(lattice)
+    extra = [data.draw(st.integers(0, 3000)) if node > EOS else 0 for node in range(n)]
+    pairs = {}
+    for _ in range(data.draw(st.integers(0, 12))):
+        prev = data.draw(st.sampled_from([BOS, *range(2, n)]))
+        after = int(lattice.end[prev]) if prev != BOS else 0
+        nexts = [c for c in range(2, n) if int(lattice.start[c]) == after] + ([EOS] if after == len(reading) else [])
+        if nexts:
+            pairs[(prev, data.draw(st.sampled_from(nexts)))] = -data.draw(st.integers(0, 5000))
+    import numpy as np
+
+    arrays = (np.array([p for p, _ in pairs], dtype=np.int64), np.array([c for _, c in pairs], dtype=np.int64),
+              np.array(list(pairs.values()), dtype=np.int64))
+    space = SearchSpace(lattice, dictionary, 0, len(reading), extra_cost=np.array(extra, dtype=np.int64),
+                        pairs=arrays)
+    plain = SearchSpace(lattice, dictionary, 0, len(reading), extra_cost=np.array(extra, dtype=np.int64))
+    brute = []
+    for cost, path in _all_paths(plain):
+        nodes = [BOS, *path, EOS]
+        brute.append((cost + sum(pairs.get((a, b), 0) for a, b in zip(nodes, nodes[1:])), path))
+    best_cost = min(c for c, _ in brute)
+    assert space.alpha[EOS] == best_cost
+    assert space.path_cost(space.best_path()) == best_cost
+    produced = list(itertools.islice(space.paths(max_expansions=10**6), len(brute) + 1))
+    assert [c for c, _ in produced] == sorted(c for c, _ in brute)
+    assert sorted(tuple(p) for _, p in produced) == sorted(tuple(p) for _, p in brute)
+    for cost, path in produced:
+        assert space.path_cost(path) == cost
+
+
+@settings(max_examples=100, deadline=None)
+@given(reading=readings, data=st.data())
+def test_distinct_mode_reaches_every_surface_with_true_costs(dictionary, reading, data):
+    """paths(distinct=True) skips suffixes already expanded with the same text: every surface
+    still comes out, the first path is still the cheapest, and each cost is its path's."""
+    lattice = LatticeBuilder(dictionary).build(reading)
+    space = SearchSpace(lattice, dictionary, 0, len(reading))
+    text = lambda path: "".join(lattice.surface(x) for x in path)  # noqa: E731
+    brute = _all_paths(space)
+    produced = list(space.paths(max_expansions=10**6, distinct=True))
+    assert produced[0][0] == min(c for c, _ in brute)
+    assert {text(p) for _, p in produced} == {text(p) for _, p in brute}
+    assert [c for c, _ in produced] == sorted(c for c, _ in produced)
+    for cost, path in produced:
+        assert space.path_cost(path) == cost

@@ -12,8 +12,7 @@ import threading
 
 from karukan_engine.conversion.fused.live_text import LiveConversion
 from karukan_engine.conversion.fused.shared import FusionShared
-from karukan_engine.conversion.suggest import DICTIONARY_LIMIT, blended, learned_completions, model_pool, suggestions
-from karukan_engine.core.candidates import unique_surfaces
+from karukan_engine.conversion.suggest import blended, learned_completions, model_pool, shown_order, suggestions
 from karukan_engine.core.types import Candidate, Completion, ConversionRequest, Source
 from karukan_engine.kana import nfkc
 from karukan_engine.lm.continuation import Continuer
@@ -44,37 +43,46 @@ class Suggestions:
 
     def refined(self, request: ConversionRequest, n: int = 6, ctx: JobContext | None = None) -> list[Candidate] | None:
         """The completions with the model's view of them, or None: no model, nothing it adds,
-        superseded (ctx) or over ctx's budget. Learned completions first, then the n-gram's
-        kana continuation of the live text when it is sure of it (lm/continuation.py), then the
+        superseded (ctx) or over ctx's budget. Learned completions first, then the first of the
         dictionary's completions ranked again by the model given the left context
-        (suggest.blended): one model score per pooled completion, checked between them."""
+        (suggest.blended, which keeps the dictionary's best unless a completion near its cost
+        beats it), then the n-gram's kana continuation of the live text when it is sure of it
+        (lm/continuation.py: after the best completion, never before it), then the rest."""
+        learned = learned_completions(request.reading, self.base.learning, n)
+        view = self.model_view(request, learned, ctx)
+        if view is None:
+            return None
+        pool, nats = view
+        continued = self.continuations(request)
+        if nats is None and not continued:
+            return None   # one completion, or the model failed: nothing the model adds
+        ranked_pool = blended(pool, nats) if nats is not None else [c for _cost, c in pool]
+        return shown_order(learned, ranked_pool, continued, n)
+
+    def model_view(self, request: ConversionRequest, learned: list[Candidate],
+                   ctx: JobContext | None = None) -> tuple[list[tuple[float, Completion]], list[float] | None] | None:
+        """(the pool of dictionary completions, the model's NLL of each in nats, or None when
+        the model failed or there is one completion), or None: no model, no reading,
+        superseded or over budget. One score per completion, the job checked between them."""
         slots = self.shared.ready_slots()
         model = slots[0].get() if slots else None
         if model is None or not request.reading:
             return None
-        learned = learned_completions(request.reading, self.base.learning, n)
-        continued = self.continuations(request)
         pool = model_pool(request.reading, learned, self.base.dictionary)
-        if len(pool) < 2 and not continued:
-            return None
-        ranked_pool = [completion for _cost, completion in pool]
-        if len(pool) >= 2:
-            try:
-                scorer = model.scorer()
-                nats = []
-                for _cost, completion in pool:
-                    if ctx is not None and (ctx.cancelled() or ctx.remaining() <= 0):
-                        return None
-                    per_char = scorer.score(completion.reading, request.left_context, completion.surface)
-                    nats.append(per_char * len(nfkc(completion.surface)))
-                ranked_pool = blended(pool, nats)
-            except NeuralError as exc:
-                log.warning("model suggestions failed: %s", type(exc).__name__)
-                if not continued:
+        if len(pool) < 2:
+            return pool, None
+        try:
+            scorer = model.scorer()
+            nats = []
+            for _cost, completion in pool:
+                if ctx is not None and (ctx.cancelled() or ctx.remaining() <= 0):
                     return None
-        ranked = unique_surfaces(learned, continued, ranked_pool,
-                                 limit=len(learned) + len(continued) + DICTIONARY_LIMIT)
-        return ranked[:n]
+                per_char = scorer.score(completion.reading, request.left_context, completion.surface)
+                nats.append(per_char * len(nfkc(completion.surface)))
+        except NeuralError as exc:
+            log.warning("model suggestions failed: %s", type(exc).__name__)
+            return pool, None
+        return pool, nats
 
     def continuations(self, request: ConversionRequest) -> list[Completion]:
         """The n-gram's kana continuation of the live text of `request`, as a completion of

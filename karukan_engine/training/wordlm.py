@@ -1,0 +1,126 @@
+"""The `wordlm` stage: the word trigram over the corpus's training text, pruned and quantised.
+
+Text: the same training parts the character n-gram reads (training/lm_text.py: no held-out
+document, no annotated dev or test sentence). Words are (surface, hiragana reading) pairs: the
+annotated Wikipedia gives its gold morphemes; every other sentence is cut by fugashi with
+UniDic (unidic-lite), its reading cleaned as the reading pipeline cleans it (readings.py; a
+word it cannot read is UNK). SudachiPy's cross-check is left out here: it would multiply the
+build time by several for a model whose rare words are pruned anyway (docs/training.md).
+The vocabulary keeps the `vocabulary` most frequent words; n-grams seen fewer than
+`min_counts` times are dropped.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from multiprocessing import Pool
+from pathlib import Path
+
+import numpy as np
+
+from karukan_engine.kana import to_hiragana
+from karukan_engine.lm.kneser_ney import EOS, estimate
+from karukan_engine.lm.word_ngram import BUNDLED, WordNgram
+from karukan_engine.training.readings import _clean_reading, annotated_sentences, gold_chunks
+from karukan_engine.training.lm_text import lm_sources
+from karukan_engine.training.paths import PACKAGE_MODEL_DIR
+
+VOCABULARY = 60000
+MIN_COUNTS = (3, 6)
+BATCH = 2000
+_tagger = None
+
+
+def word_of(surface: str, reading: str | None) -> str | None:
+    """The vocabulary's key of a word, None when it has no reading."""
+    return None if reading is None or not surface.strip() else f"{surface}\t{to_hiragana(reading)}"
+
+
+def _tag_batch(sentences: list[str]) -> list[list[str | None]]:
+    global _tagger
+    if _tagger is None:
+        import fugashi
+        import unidic_lite
+
+        _tagger = fugashi.Tagger("-d " + unidic_lite.DICDIR)
+    out = []
+    for sentence in sentences:
+        words = []
+        for token in _tagger(sentence):
+            words.append(word_of(token.surface, _clean_reading(token.surface, getattr(token.feature, "kana", None))))
+        out.append(words)
+    return out
+
+
+def source_words(corpus_dir: Path, processes: int):
+    """(source name, batches of sentences as word keys) for every training source."""
+    for source in lm_sources():
+        if not (corpus_dir / source.file).is_file():
+            print(f"note: {source.file} not in the corpus directory; {source.name} skipped")
+            continue
+        if source.kind == "annotated":
+            sentences = [[word_of(s, r) for s, r in gold_chunks(words)]
+                         for words in annotated_sentences(corpus_dir / source.file)]
+            yield source.name, [sentences]
+            continue
+        from karukan_engine.training.corpus import corpus_sentences
+
+        lines = corpus_sentences(source, corpus_dir, every=source.lm_every)[source.name]
+        batches = [lines[i:i + BATCH] for i in range(0, len(lines), BATCH)]
+        with Pool(processes) as pool:
+            yield source.name, pool.imap(_tag_batch, batches)
+
+
+def count_words(corpus_dir: Path, processes: int = 2) -> tuple[np.ndarray, np.ndarray, list[str], dict]:
+    """Sentences as provisional ids (flat, lengths), the provisional vocabulary, words per source."""
+    ids: dict[str | None, int] = {None: 0}
+    names: list[str] = [""]
+    flats, lengths, per_source = [], [], {}
+    for name, batches in source_words(corpus_dir, processes):
+        words = 0
+        for batch in batches:
+            for sentence in batch:
+                row = []
+                for word in sentence:
+                    i = ids.get(word)
+                    if i is None:
+                        i = ids[word] = len(names)
+                        names.append(word)
+                    row.append(i)
+                flats.append(np.array(row, dtype=np.int32))
+                lengths.append(len(row))
+                words += len(row)
+        per_source[name] = words
+    return np.concatenate(flats), np.array(lengths, dtype=np.int64), names, per_source
+
+
+def build_wordlm(corpus_dir: Path | None, model_dir: Path = PACKAGE_MODEL_DIR, processes: int = 2,
+                 vocabulary: int = VOCABULARY, min_counts: tuple[int, ...] = MIN_COUNTS,
+                 force: bool = False) -> Path:
+    if corpus_dir is None:
+        raise FileNotFoundError("no corpus directory: pass --corpus DIR (see docs/training.md)")
+    out = Path(model_dir) / BUNDLED.name
+    if out.exists() and not force:
+        print(f"{out.name} exists; --force rebuilds it")
+        return out
+    started = time.perf_counter()
+    flat, lengths, names, per_source = count_words(corpus_dir, processes)
+    counted = time.perf_counter() - started
+    frequency = np.bincount(flat, minlength=len(names))
+    frequency[0] = 0
+    kept = np.argsort(-frequency, kind="stable")[:vocabulary]
+    kept = kept[frequency[kept] > 0]
+    remap = np.zeros(len(names), dtype=np.int64)    # provisional id -> final id (UNK = 0)
+    remap[kept] = np.arange(kept.size) + EOS + 1
+    final = remap[flat]
+    model = estimate(final, lengths, kept.size + EOS + 1, order=3, min_counts=min_counts)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    WordNgram.save(out, model, [names[i] for i in kept])
+    tokens = int(lengths.sum())
+    print(f"word 3-gram over {tokens:,} words ({', '.join(f'{k} {v:,}' for k, v in per_source.items())}); "
+          f"{len(names) - 1:,} distinct words, {kept.size:,} kept ({100 * float(np.mean(final > 0)):.1f} % of "
+          f"words); bigrams {model.keys[0].size:,}, trigrams {model.keys[1].size:,} (counts >= {min_counts}); "
+          f"{out.stat().st_size / 1e6:.1f} MB; tokenising {counted:.0f} s, total {time.perf_counter() - started:.0f} s; "
+          f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    return out

@@ -1,0 +1,113 @@
+"""The word n-gram inside the lattice search (lattice/word_lm.py), with tiny models counted from
+the test's own sentences over the bundled dictionary (tests never read the corpus)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from karukan_engine.core.types import ConversionRequest
+from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
+from karukan_engine.lattice.converter import LatticeConverter
+from karukan_engine.lattice.search import EOS
+from karukan_engine.lattice.word_lm import WordLmWeights, WordScorer, search_terms
+from karukan_engine.lm.kneser_ney import BOS, UNK, estimate, flatten
+from karukan_engine.lm.word_ngram import WordNgram
+
+pytestmark = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="dictionary not built")
+
+WORDS = ["新聞\tしんぶん", "記者\tきしゃ", "蒸気\tじょうき", "汽車\tきしゃ", "の\tの", "会議\tかいぎ", "資料\tしりょう"]
+
+
+@pytest.fixture(scope="module")
+def system():
+    return SystemDictionary()
+
+
+def scorer_of(system, tmp_path, sentences: list[list[str]]) -> WordScorer:
+    ids = {word.split("\t")[0]: i for i, word in enumerate(WORDS, BOS + 2)}
+    model = estimate(*flatten([[ids[w] for w in s] for s in sentences]), len(WORDS) + BOS + 2, order=3)
+    path = tmp_path / "words.npz"
+    WordNgram.save(path, model, WORDS)
+    return WordScorer(WordNgram.load(path), system)
+
+
+@pytest.fixture(scope="module")
+def scorer(system, tmp_path_factory):
+    text = [["新聞", "記者"]] * 30 + [["蒸気", "汽車"]] * 30 + [["会議", "の", "資料"]] * 10
+    return scorer_of(system, tmp_path_factory.mktemp("wordlm"), text)
+
+
+def test_dictionary_entries_and_lattice_nodes_get_their_word_ids(system, scorer):
+    converter = LatticeConverter(system, None, None)
+    lattice = converter.builder.build("きしゃ")
+    words = scorer.node_words(lattice)
+    spelled = {lattice.surface(n): int(w) for n, w in enumerate(words) if n > EOS and w != UNK}
+    assert spelled.get("記者") == scorer.model.word_id("記者", "きしゃ")
+    assert spelled.get("汽車") == scorer.model.word_id("汽車", "きしゃ")
+    assert "貴社" not in spelled   # not in the model: the dictionary alone judges it
+    assert scorer.context_word("今日の新聞") == scorer.model.word_id("新聞", "しんぶん")
+    assert scorer.context_word("終わり。") == BOS and scorer.context_word("ほげ") == UNK
+
+
+def test_the_left_context_picks_the_homophone_it_was_seen_with(system, scorer):
+    converter = LatticeConverter(system, None, None, word_lm=lambda: scorer,
+                                 word_weights=WordLmWeights(weight=2000.0, unknown=12.0))
+    assert converter.live(ConversionRequest("きしゃ", left_context="新聞")) == "記者"
+    assert converter.live(ConversionRequest("きしゃ", left_context="蒸気")) == "汽車"
+    # without the model (weight 0) the context word changes nothing the model said
+    plain = LatticeConverter(system, None, None, word_lm=lambda: scorer, word_weights=WordLmWeights(weight=0.0))
+    assert plain.live(ConversionRequest("きしゃ", left_context="新聞")) == plain.live(
+        ConversionRequest("きしゃ", left_context="蒸気"))
+
+
+def test_a_loading_model_leaves_the_dictionary_alone(system):
+    converter = LatticeConverter(system, None, None, word_lm=lambda: None, word_weights=WordLmWeights(weight=900.0))
+    alone = LatticeConverter(system, None, None)
+    request = ConversionRequest("かいぎのしりょう")
+    assert converter.live(request) == alone.live(request)
+
+
+@settings(max_examples=30, deadline=None)
+@given(reading=st.text(alphabet="きしゃのかいぎしりょうしんぶん", min_size=1, max_size=10),
+       context=st.sampled_from(["", "新聞", "蒸気。", "ほげ"]), weight=st.floats(1, 3000),
+       unknown=st.floats(0, 30))
+def test_terms_only_lower_transitions_and_the_best_path_is_the_cheapest(system, scorer, reading, context,
+                                                                     weight, unknown):
+    weights = WordLmWeights(weight=weight, unknown=unknown)
+    converter = LatticeConverter(system, None, None, word_lm=lambda: scorer, word_weights=weights)
+    analysis = converter._analyse(ConversionRequest(reading, left_context=context))
+    extra, (prev, cur, bonus) = search_terms(scorer, analysis.lattice, 0, len(reading), context, weights)
+    assert np.all(bonus <= 0) and np.all(extra >= 0)
+    space = analysis.space
+    best = space.best_path()
+    assert space.path_cost(best) == space.alpha[EOS]
+    first_cost, first = next(space.paths())
+    assert first_cost == space.alpha[EOS] and space.path_cost(first) == first_cost
+
+
+def test_the_trigram_judges_the_paths_where_the_bigram_cannot_tell(system, tmp_path):
+    # の -> 記者 and の -> 汽車 are equally common: only the word before の tells them apart
+    scorer = scorer_of(system, tmp_path, [["新聞", "の", "記者"]] * 30 + [["蒸気", "の", "汽車"]] * 30)
+    picks = {}
+    for share in (0.0, 1.0):
+        weights = WordLmWeights(weight=1500.0, unknown=12.0, trigram=share)
+        converter = LatticeConverter(system, None, None, word_lm=lambda: scorer, word_weights=weights)
+        picks[share] = [converter.live(ConversionRequest("のきしゃ", left_context=c)) for c in ("新聞", "蒸気")]
+    assert picks[1.0] == ["の記者", "の汽車"]
+    assert picks[0.0][0] == picks[0.0][1]
+
+
+def test_a_damaged_word_model_leaves_the_converter_without_it(system, tmp_path, caplog):
+    from karukan_engine.lattice.word_lm import LoadedWordScorer
+
+    bad = tmp_path / "word-3gram.npz"
+    bad.write_bytes(b"PK\x03\x04 damaged")
+    loaded = LoadedWordScorer(system, bad)
+    assert loaded.handle.settle(30)
+    assert loaded() is None and loaded() is None
+    assert sum("word n-gram unavailable" in r.message for r in caplog.records) == 1
+    converter = LatticeConverter(system, None, None, word_lm=loaded, word_weights=WordLmWeights(weight=800.0))
+    assert converter.live(ConversionRequest("かいぎ")) == LatticeConverter(system, None, None).live(ConversionRequest("かいぎ"))
