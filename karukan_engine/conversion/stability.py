@@ -26,6 +26,7 @@ See docs/benchmarks.md, "Live-conversion flicker".
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from dataclasses import dataclass
@@ -152,9 +153,10 @@ class LiveStabilizer:
 def stabilizer_for(converter: object) -> LiveStabilizer:
     """A stabilizer that finds words with the converter's system dictionary (none: it passes
     the converter's text on unchanged)."""
-    from karukan_engine.conversion.fused import FusedConverter
-
-    if isinstance(converter, FusedConverter) and converter.aligner is not None:
+    # Only an imported module can have made a FusedConverter: importing it here would load
+    # llama.cpp (~0.3 s) inside the first context's creation, past the IBus engine's call timeout.
+    fused = sys.modules.get("karukan_engine.conversion.fused.converter")
+    if fused is not None and isinstance(converter, fused.FusedConverter) and converter.aligner is not None:
         return LiveStabilizer(converter.aligner, _lookup(converter.base.learning))
     if isinstance(converter, DictionaryConverter) and converter.dictionary is not None:
         return LiveStabilizer(_shared_aligner(converter.dictionary), _lookup(converter.learning))

@@ -224,3 +224,20 @@ def test_without_an_aligner_the_text_passes_unchanged():
     stabilizer = LiveStabilizer(None)
     assert stabilizer.choose("はな", "花") == "花"
     assert stabilizer.choose("はなｓ", "花", pending=True) == "花"
+
+
+def test_a_dictionary_only_session_does_not_load_the_neural_runtime():
+    """The service's first context is created in its event loop: importing the fused converter
+    (and llama.cpp with it) there took 0.25-0.35 s, past the IBus engine's 0.25 s call timeout,
+    so every key typed while the service started passed through as romaji."""
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "from karukan_engine.conversion.factory import ConverterOptions, build_converter\n"
+              "from karukan_engine.session import Session\n"
+              "from karukan_engine.config import Config\n"
+              "Session(build_converter(ConverterOptions(use_model=False, load_in_background=True)), Config())\n"
+              "print('llama_cpp' in sys.modules, 'karukan_engine.conversion.fused' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False", "False"]
