@@ -39,7 +39,14 @@ from karukan_engine.lattice.candidate_filter import (
 from karukan_engine.lattice.context import START, ContextAnalyzer
 from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
 from karukan_engine.lattice.live_spelling import fitting_text
-from karukan_engine.lattice.lm_paths import MAX_EXPANSIONS, LmWeights, ScoredPath, TextScorer, ranked_paths
+from karukan_engine.lattice.lm_paths import (
+    MAX_EXPANSIONS,
+    LmWeights,
+    ScoredPath,
+    TextScorer,
+    keep_dictionary_choice,
+    ranked_paths,
+)
 from karukan_engine.lattice.search import SearchSpace
 from karukan_engine.lattice.segment_order import split_compositions
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
@@ -178,10 +185,20 @@ class LatticeConverter:
                             **space_terms(words, lattice, request.left_context, self.word_weights))
         ranked = ranked_paths(lattice, space, scorer, request.left_context, lm_weights,
                               path_rescorer(words, lattice, request.left_context, self.word_weights))
+        if words is not None and len(ranked) > 1:
+            ranked = keep_dictionary_choice(ranked, self._dictionary_choice(lattice, start),
+                                            self.word_weights.dictionary_margin)
         analysis = _Analysis(lattice, space, cuts, ranked)
         with self._lock:
             self._cache.put(key, analysis)
         return analysis
+
+    def _dictionary_choice(self, lattice: Lattice, start) -> str:
+        """The surface the dictionary's costs alone put first (no language model's terms)."""
+        space = SearchSpace(lattice, self.dictionary, 0, len(lattice.reading), bos_choices=start)
+        for _, nodes in space.paths(MAX_EXPANSIONS, distinct=True):
+            return "".join(lattice.surface(node) for node in nodes)
+        return ""
 
     # -- Converter protocol --------------------------------------------------------------------
     def live(self, request: ConversionRequest) -> str:

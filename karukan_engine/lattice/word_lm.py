@@ -46,9 +46,12 @@ class WordLmWeights:
     # the character n-gram's weight (lm_paths.LmWeights.weight) while this model is in use:
     # fitted together, it says more beside the word n-gram than alone (1000 against 650)
     char_weight: float = 1000.0
+    # cost units by which the language models' best path must beat the dictionary's own first
+    # choice to replace it (lm_paths.keep_dictionary_choice; tools/dictionary_margin_fit.py)
+    dictionary_margin: float = 2000.0
 
     def __post_init__(self) -> None:
-        if min(self.weight, self.unknown, self.trigram, self.char_weight) < 0 or self.weight != self.weight:
+        if min(self.weight, self.unknown, self.trigram, self.char_weight, self.dictionary_margin) < 0 or self.weight != self.weight:
             raise ValueError("word language-model weights must be non-negative")
 
 

@@ -111,3 +111,39 @@ def test_a_damaged_word_model_leaves_the_converter_without_it(system, tmp_path, 
     assert sum("word n-gram unavailable" in r.message for r in caplog.records) == 1
     converter = LatticeConverter(system, None, None, word_lm=loaded, word_weights=WordLmWeights(weight=800.0))
     assert converter.live(ConversionRequest("かいぎ")) == LatticeConverter(system, None, None).live(ConversionRequest("かいぎ"))
+
+
+def _paths(scores: list[float]) -> list:
+    from karukan_engine.lattice.lm_paths import ScoredPath
+
+    ordered = sorted(scores)
+    return [ScoredPath(score, 0, f"s{i}", ()) for i, score in enumerate(ordered)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(scores=st.lists(st.floats(-1e5, 1e5), min_size=1, max_size=8, unique=True),
+       pick=st.integers(0, 9), margin=st.floats(0, 1e4))
+def test_the_dictionary_keeps_its_choice_unless_the_models_lead_by_the_margin(scores, pick, margin):
+    from karukan_engine.lattice.lm_paths import keep_dictionary_choice
+
+    ranked = _paths(scores)
+    surface = f"s{pick}"
+    kept = keep_dictionary_choice(ranked, surface, margin)
+    assert sorted(p.surface for p in kept) == sorted(p.surface for p in ranked)   # nothing lost or added
+    present = [p for p in ranked if p.surface == surface]
+    if present and present[0].score - ranked[0].score < margin:
+        assert kept[0] == present[0] and kept[1:] == [p for p in ranked if p is not present[0]]
+    else:
+        assert kept == ranked
+
+
+def test_a_close_call_keeps_the_dictionarys_conversion(system, scorer):
+    """The word n-gram's context choice survives only with a lead the margin allows."""
+    request = ConversionRequest("きしゃ", left_context="蒸気")
+    alone = LatticeConverter(system, None, None).live(request)
+    picks = {}
+    for margin in (0.0, 1e9):
+        weights = WordLmWeights(weight=2000.0, unknown=12.0, dictionary_margin=margin)
+        picks[margin] = LatticeConverter(system, None, None, word_lm=lambda: scorer, word_weights=weights).live(request)
+    assert picks[0.0] == "汽車" != alone
+    assert picks[1e9] == alone
