@@ -40,13 +40,16 @@ class EngineClient:
 
     async def call(self, member: str, signature: str = "", body: list | None = None) -> list:
         """Call a method of the service; raise DBusError on an error reply."""
+        return list((await self._reply(member, signature, body)).body)
+
+    async def _reply(self, member: str, signature: str, body: list | None) -> Message:
         reply = await asyncio.wait_for(self.bus.call(Message(
             destination=wire.BUS_NAME, path=wire.OBJECT_PATH, interface=wire.INTERFACE,
             member=member, signature=signature, body=body or [], flags=self._flags,
         )), self.timeout_s)
         if reply.message_type == MessageType.ERROR:
             raise DBusError(reply.error_name, reply.body[0] if reply.body else "")
-        return list(reply.body)
+        return reply
 
     async def _bus_daemon(self, member: str, signature: str, body: list, timeout_s: float) -> list:
         reply = await asyncio.wait_for(self.bus.call(Message(
@@ -69,8 +72,10 @@ class EngineClient:
         return (await self.call(ops.GET_INFO.member))[0]
 
     async def create_context(self, client_name: str, on_update: Callable[[View], None] | None = None) -> "RemoteContext":
-        (ctx_id,) = await self.call(ops.CREATE_CONTEXT.member, ops.CREATE_CONTEXT.in_sig, [client_name])
+        reply = await self._reply(ops.CREATE_CONTEXT.member, ops.CREATE_CONTEXT.in_sig, [client_name])
+        (ctx_id,) = reply.body
         ctx = RemoteContext(self, ctx_id, on_update)
+        ctx.owner = reply.sender   # the service's unique name: its late views come from there only
         self._contexts[ctx_id] = ctx
         return ctx
 
@@ -78,8 +83,9 @@ class EngineClient:
         if (msg.message_type == MessageType.SIGNAL and msg.interface == wire.INTERFACE
                 and msg.member == ops.VIEW_UPDATED.member):
             ctx = self._contexts.get(msg.body[0])
-            if ctx is not None and ctx.on_update is not None:
-                ctx.on_update(wire.decode_view(msg.body[1]))
+            # any peer may send us a signal: only the service that made the context is believed
+            if ctx is not None and ctx.on_update is not None and msg.sender == ctx.owner:
+                ctx.on_update(wire.decode_view(msg.body[2]))   # in order here: its reply count is moot
             return True
         return False
 
@@ -95,6 +101,7 @@ class RemoteContext:
         self.client = client
         self.id = ctx_id
         self.on_update = on_update
+        self.owner: str | None = None   # the unique name that answered CreateContext
         self.decoder = wire.ViewDecoder()   # a key's reply may leave out an unchanged suggestion list
 
     async def run(self, op: ops.Operation, *args: Any, **kwargs: Any) -> View | None:

@@ -202,8 +202,10 @@ GET_INFO = Method("GetInfo", (), (Param("info", "a{ss}"),))
 INTERFACE_METHODS: tuple[Method, ...] = (
     CREATE_CONTEXT, DESTROY_CONTEXT, *(op.dbus for op in CONTEXT_OPERATIONS), GET_INFO,
 )
-# A late view (the model's text after the key was answered) for the context's owner.
-VIEW_UPDATED = Method("ViewUpdated", (CONTEXT, VIEW_OUT), ())
+# A late view (the model's text after the key was answered) for the context's owner, with the
+# number of view replies the service had sent to that context: a receiver that has read more
+# (fcitx5's addon reads its replies before the signals queued meanwhile) drops it as stale.
+VIEW_UPDATED = Method("ViewUpdated", (CONTEXT, Param("replies", "u"), VIEW_OUT), ())
 
 
 class InputContext(Protocol):

@@ -186,13 +186,14 @@ class EngineService:
             ctx.host.detach()
 
     def _send_update(self, owner: str, ctx_id: int, view: View) -> None:
-        if ctx_id not in self._contexts or not self._bus.connected:
+        ctx = self._contexts.get(ctx_id)
+        if ctx is None or not self._bus.connected:
             return
         try:
             self._bus.send(Message(
                 message_type=MessageType.SIGNAL, destination=owner, path=wire.OBJECT_PATH,
-                interface=wire.INTERFACE, member="ViewUpdated", signature="u" + wire.VIEW_SIG,
-                body=[ctx_id, wire.encode_view(view)],
+                interface=wire.INTERFACE, member=ops.VIEW_UPDATED.member, signature=ops.VIEW_UPDATED.in_sig,
+                body=[ctx_id, ctx.encoder.replies, wire.encode_view(view)],
             ))
         except Exception as exc:  # a late view that cannot be sent is dropped; the next key redraws
             log.error("ViewUpdated could not be sent: %s", type(exc).__name__)

@@ -127,11 +127,13 @@ class ViewEncoder:
 
     def __init__(self) -> None:
         self._replied: CandidatePage | None = None   # the list of the last reply sent
+        self.replies = 0   # view replies encoded: a late view's signal says how many came before it
 
     def encode_reply(self, view: View, key_reply: bool = False) -> list:
         """key_reply: the view answers ProcessKey (the only kind that may leave the list out)."""
         unchanged = key_reply and view.suggestions is not None and view.suggestions == self._replied
         self._replied = view.suggestions
+        self.replies = (self.replies + 1) & 0xFFFFFFFF
         return encode_view(view, suggestions_unchanged=unchanged)
 
     def forget(self) -> None:

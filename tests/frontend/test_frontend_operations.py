@@ -85,7 +85,7 @@ def test_every_argument_is_one_complete_dbus_type_and_the_xml_lists_it():
         for p in m.ins + m.outs:
             assert len(get_signature_tree(p.code).types) == 1, (m.member, p.name)
         assert methods[m.member] == (m.in_sig, m.out_sig)
-    assert signals == {"ViewUpdated": "u" + wire.VIEW_SIG}
+    assert signals == {"ViewUpdated": "uu" + wire.VIEW_SIG}
     assert len(methods) == len(ops.INTERFACE_METHODS)
 
 

@@ -222,6 +222,38 @@ def test_a_live_update_from_a_worker_thread_reaches_the_owner_as_a_signal(bus_ad
     run(body())
 
 
+def test_a_view_signal_from_another_peer_is_not_believed(bus_address):
+    """Any peer on the bus can send ViewUpdated to the client: only the service that answered
+    CreateContext is heard (an intruder's signal could otherwise commit text)."""
+    core = EngineCore(GatedModelConverter(), config=live_config())
+
+    async def body():
+        async with running_service(bus_address, lambda: core) as service:
+            received: asyncio.Queue[View] = asyncio.Queue()
+            client = await EngineClient.connect(bus_address)
+            ctx = await client.create_context("late")
+            ctx.on_update = received.put_nowait
+            assert (await type_keys(ctx, [ord("k"), ord("a")])).preedit_text == "か"
+            intruder = await MessageBus(bus_address=bus_address).connect()
+            intruder.send(Message(
+                message_type=MessageType.SIGNAL, destination=client.bus.unique_name, path=wire.OBJECT_PATH,
+                interface=wire.INTERFACE, member="ViewUpdated", signature="uu" + wire.VIEW_SIG,
+                body=[ctx.id, 99, wire.encode_view(View(True, commit="INJECTED"))],
+            ))
+            await intruder.call(Message(destination=client.bus.unique_name, path="/",   # a round trip
+                                        interface="org.freedesktop.DBus.Peer", member="Ping"))
+            host = service._contexts[ctx.id].host
+            host.deliver(LateUpdate.live(host.context_id, core.live.scheduler.epoch(host.context_id), "か", "蚊"))
+            got = await asyncio.wait_for(received.get(), TIMEOUT_S)
+            assert got.preedit_text == "蚊" and not got.commit
+            assert received.empty()
+            core.live.converter.gate.set()
+            intruder.disconnect()
+            client.disconnect()
+
+    run(body())
+
+
 def test_introspection_lists_the_interface(bus_address):
     async def body():
         async with running_service(bus_address):

@@ -106,7 +106,7 @@ def test_typing_with_the_list_open_sends_it_once_and_focus_in_sends_it_whole(bus
         await asyncio.wait_for(ready, TIMEOUT_S)
         bus = await MessageBus(bus_address=bus_address).connect()
         late: list[list] = []
-        bus.add_message_handler(lambda m: late.append(m.body[1]) if m.member == "ViewUpdated" else None)
+        bus.add_message_handler(lambda m: late.append(m.body[2]) if m.member == "ViewUpdated" else None)
         try:
             (ctx,) = (await bus.call(_call("CreateContext", "s", ["test"]))).body
             decoder = wire.ViewDecoder()

@@ -76,6 +76,11 @@ public:
     // The suggestion list of the last reply, which a reply marked kSuggestionsUnchanged repeats.
     std::vector<Item> repliedSuggestions;
     int32_t repliedCursor = -1;
+    // View replies read from this context: a ViewUpdated the service sent before the last of
+    // them (queued while a synchronous call waited) is older than what is shown, and dropped.
+    uint32_t replies = 0;
+    // The unique bus name that answered CreateContext: late views from any other peer are ignored.
+    std::string owner;
     // What this addon last put in the panel's candidate list (to keep it when nothing changed).
     const CandidateList *shownList = nullptr;
     std::vector<Item> shownItems;

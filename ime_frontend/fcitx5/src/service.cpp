@@ -215,6 +215,8 @@ KarukanState *KarukanEngine::ensureContext(InputContext *ic, Outcome *outcome) {
     readSettings();
     state->repliedSuggestions.clear();  // a new context: its first reply carries its list whole
     state->repliedCursor = -1;
+    state->replies = 0;
+    state->owner = reply.sender();
     contexts_[id] = ic->watch();
     return state;
 }
@@ -230,6 +232,7 @@ KarukanEngine::Outcome KarukanEngine::finish(InputContext *ic, dbus::Message &ms
         clearPanel(ic);
         return lastCallMissing_ ? Outcome::ServiceMissing : Outcome::Failed;
     }
+    ++state->replies;
     return Outcome::Answered;
 }
 
@@ -329,8 +332,9 @@ void KarukanEngine::onCapabilityChanged(InputContext *ic, CapabilityFlags oldFla
 
 void KarukanEngine::onViewUpdated(dbus::Message &msg) {
     uint32_t id = 0;
+    uint32_t replies = 0;
     WireView view;
-    if (!(msg >> id >> view)) {
+    if (!(msg >> id >> replies >> view)) {
         return;
     }
     auto it = contexts_.find(id);
@@ -338,6 +342,16 @@ void KarukanEngine::onViewUpdated(dbus::Message &msg) {
         return;
     }
     auto *ic = it->second.get();
+    auto *state = ic->propertyFor(&factory_);
+    // Any peer on the bus may send this signal: only the service that made the context is believed.
+    if (msg.sender() != state->owner) {
+        return;
+    }
+    // Signals that arrived while a synchronous call waited are dispatched after its reply: one
+    // sent before a reply this addon has already applied would put an older text back.
+    if (static_cast<int32_t>(replies - state->replies) < 0) {
+        return;
+    }
     if (ic->hasFocus()) {
         apply(ic, view, false);
     }
