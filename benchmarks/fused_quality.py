@@ -171,6 +171,7 @@ class Pipeline:
     model_id: str
     slot: ModelSlot
     ngram: object        # LoadHandle of the bundled character n-gram (None: no file)
+    judged: object = None   # --lm: the LatticeConverter with both bundled n-grams (the product's)
 
 
 def load_pipeline(args: argparse.Namespace) -> Pipeline:
@@ -186,8 +187,17 @@ def load_pipeline(args: argparse.Namespace) -> Pipeline:
     if BUNDLED_NGRAM.is_file():   # the fit weighs it whatever the weights it starts from
         ngram = bundled_ngram()
         ngram.wait()
+    judged = None
+    if args.lm:
+        from karukan_engine.lattice.word_lm import LoadedWordScorer
+        from karukan_engine.lm.bundled import LoadedNgram, shared_ngram
+
+        chars, words = LoadedNgram(shared_ngram()), LoadedWordScorer(dictionary)
+        chars.handle.settle()
+        words.handle.settle()
+        judged = LatticeConverter(dictionary, None, None, lm=chars, word_lm=words)
     return Pipeline(dictionary, LatticeConverter(dictionary, None, None), model, model_id,
-                    ModelSlot(model, model_id), ngram)
+                    ModelSlot(model, model_id), ngram, judged)
 
 
 def parse_weights(text: str) -> FusionWeights:
@@ -203,6 +213,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_arguments(parser)
     parser.add_argument("--fit", action="store_true", help="fit the weights on the even rows first")
+    parser.add_argument("--lm", action="store_true",
+                        help="as the product converts: the lattice judges with the bundled character and word "
+                             "n-grams (row lattice-lm, `--no-model`) and the fused systems use it; every row "
+                             "is still compared with the dictionary alone")
     parser.add_argument("--try-weights", action="append", default=[], metavar="K=V,...",
                         help="a point the fit tries besides its grid, e.g. "
                              "lattice=1.2,nll=0.6,nll_total=0.07,unaligned=2 (repeatable)")
@@ -225,6 +239,8 @@ def main() -> int:
     pipeline = load_pipeline(args)
     dictionary, base, model, model_id, slot = (pipeline.dictionary, pipeline.base, pipeline.model,
                                                pipeline.model_id, pipeline.slot)
+    # the fused systems build on the product's lattice with --lm, on the dictionary alone without
+    fused_base = pipeline.judged if pipeline.judged is not None else base
     # Every item gets the whole model pass (figures must not depend on this machine's speed),
     # unless --space-budget-ms asks what an unprepared Space within that budget answers.
     settings = replace(ConversionSettings().for_model(model_id), space_budget_ms=args.space_budget_ms)
@@ -244,7 +260,7 @@ def main() -> int:
         fit_sets = [(name, it) for name, items in sets.items() if not name.endswith(NO_CONTEXT)
                     for it in items[0::2]]
         fit_items = [it for _name, it in fit_sets]
-        fitter = FusedConverter(base, [slot], settings, lexicon=dictionary, ngram=pipeline.ngram)
+        fitter = FusedConverter(fused_base, [slot], settings, lexicon=dictionary, ngram=pipeline.ngram)
         evidence = gather_evidence(fitter, slot, fit_items)
         fitted = fit(fit_items, evidence, [dictionary_top(it) for it in fit_items],
                      groups=[name for name, _it in fit_sets],
@@ -256,14 +272,17 @@ def main() -> int:
               f"+{fitted['fit_wins']} -{fitted['fit_losses']} vs dictionary "
               f"(one-sided p {fitted['fit_p_one_sided']:.3f}) -> weights {weights}")
 
-    rerank = FusedConverter(base, [slot], replace(settings, weights=weights), lexicon=dictionary,
+    rerank = FusedConverter(fused_base, [slot], replace(settings, weights=weights), lexicon=dictionary,
                             ngram=pipeline.ngram if weights.ngram else None)
-    verify = FusedConverter(base, [slot], replace(settings, scheme="verify", weights=weights), lexicon=dictionary)
+    verify = FusedConverter(fused_base, [slot], replace(settings, scheme="verify", weights=weights), lexicon=dictionary)
     neural = NeuralConverter(model)
     results: dict = {}
     for set_name, items in sets.items():
         held_out = items[1::2]
         runs = {"dictionary": timed(held_out, dictionary_top)}
+        if pipeline.judged is not None:
+            runs["lattice-lm"] = timed(held_out, lambda it: [c.surface for c in pipeline.judged.candidates(
+                request_of(it), N_CANDIDATES)])
         if "model" in args.systems:
             runs["model"] = timed(held_out, lambda it: [c.surface for c in neural.candidates(request_of(it), N_CANDIDATES)])
         for system, fused in (("fused-rerank", rerank), ("fused-verify", verify)):

@@ -41,6 +41,7 @@ def gtk_with_real_panel():
         desktop.start_ibus([Path(desktop.env["XDG_DATA_HOME"]) / "ibus/component"])
         panel = desktop.spawn("ibus-ui-gtk3", [str(PANEL)], env=dict(
             desktop.env, GSETTINGS_BACKEND="memory", NO_AT_BRIDGE="1", GDK_BACKEND="x11"))
+        panel_owns_its_name(desktop)   # as on a desktop: the panel is up before the application
         gtk = GtkClient(desktop, "ibus")
         gtk.focus("text")
         select_karukan(desktop)
@@ -49,6 +50,21 @@ def gtk_with_real_panel():
             yield gtk, panel.pid
         finally:
             gtk.close()
+
+
+def panel_owns_its_name(desktop: HeadlessDesktop) -> None:
+    """Wait until ibus-ui-gtk3 owns org.freedesktop.IBus.Panel on ibus-daemon's bus: a panel
+    that connects after the application focused its field has not seen that focus."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        reply = subprocess.run(
+            ["dbus-send", f"--bus={desktop.ibus_address}", "--print-reply", "--dest=org.freedesktop.DBus",
+             "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.IBus.Panel"],
+            env=desktop.env, capture_output=True, text=True, timeout=30)
+        if "boolean true" in reply.stdout:
+            return
+        time.sleep(0.1)
+    raise AssertionError("ibus-ui-gtk3 did not connect to ibus-daemon")
 
 
 def panel_windows(gtk: GtkClient, pid: int) -> list[tuple[int, int]]:
