@@ -2,9 +2,10 @@
 
 Stages (each caches its output under the work directory and is skipped when it exists, unless
 --force): corpus, readings, pairs, train, export, ngram (the character n-gram beside the
-model), eval; `all` runs them in order. Two more run
-only when named: `wordlm` (the word trigram beside the model), `devsets`, `pools` and `rerank` (a fine-tune on the choice the engine asks of the model;
-docs/training.md "Rerank fine-tune"); `export --from rerank` exports its weights.
+model), eval; `all` runs them in order. Four more run only when named: `wordlm` (the word
+trigram the lattice search scores with), `devsets` (the held-out dev sets), `pools` and `rerank`
+(a fine-tune on the choice the engine asks of the model; docs/training.md "Rerank fine-tune");
+`export --from rerank` exports its weights.
 """
 
 from __future__ import annotations
