@@ -55,6 +55,7 @@ class Shown:
     forwarded: list[tuple[int, int, bool]] = field(default_factory=list)
     window_updates: int = 0   # candidate window redraws: IBus (Update|Hide)LookupTable, fcitx5 UpdateClientSideUI
     tables: list[list[str]] = field(default_factory=list)   # each candidate list shown, in order
+    preedits: list[str] = field(default_factory=list)   # every preedit update's text, in order (repeats too)
 
 
 async def _call(bus: MessageBus, dest: str, path: str, iface: str, member: str, sig: str = "",
@@ -141,8 +142,10 @@ class IBusApp(_AppContext):
             text, attrs = gv.decode_text(body[0].value)
             visible = body[2]
             s.preedit, s.preedit_cursor, s.preedit_attrs = (text, body[1], attrs) if visible else ("", 0, [])
+            s.preedits.append(s.preedit)
         elif msg.member == "HidePreeditText":
             s.preedit, s.preedit_cursor, s.preedit_attrs = "", 0, []
+            s.preedits.append("")
         elif msg.member == "UpdateLookupTable":
             s.window_updates += 1
             table = gv.decode_lookup_table(body[0].value)
@@ -210,6 +213,7 @@ class FcitxApp(_AppContext):
             s.preedit = "".join(t for t, _f in segments)
             s.preedit_attrs = segments
             s.preedit_cursor = len(s.preedit.encode()[: max(0, body[1])].decode(errors="ignore"))
+            s.preedits.append(s.preedit)
         elif msg.member == "UpdateClientSideUI":
             s.window_updates += 1
             preedit, cursor, aux_up, aux_down, cands, cand_index = body[:6]

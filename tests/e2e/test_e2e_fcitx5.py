@@ -253,6 +253,27 @@ def test_suggestions_reach_the_candidate_list_and_tab_return_commits_one(fcitx5_
     run(body())
 
 
+def test_each_key_sends_the_application_one_preedit(fcitx5_desktop):
+    """A key's release and the late view that brings its suggestion list repeat the preedit's
+    text: the addon sends the application its preedit only when it changes (issue 30 item 7)."""
+    async def body():
+        await eventually(lambda: _service_up(fcitx5_desktop), timeout_s=45, interval_s=0.3)
+        app = await ready_app(fcitx5_desktop)
+        await eventually(lambda: _shows(app, ""), timeout_s=10, interval_s=0.05)
+        app.shown.preedits.clear()   # switching to Karukan cleared the preedit: not a key's
+        await type_text(app, "nihongo")
+        await settled_candidates(app, app.current_im)   # the suggestion list's late view is in
+        assert await app.tap(RETURN)
+        await eventually(lambda: _shows(app, ""), timeout_s=10, interval_s=0.05)
+        preedits = app.shown.preedits
+        assert len(preedits) == len("nihongo") + 1, preedits        # one per key, and Return's
+        assert all(a != b for a, b in zip(preedits, preedits[1:])), preedits
+        assert preedits[-2] == "にほんご" and preedits[-1] == "" and app.shown.commits == ["にほんご"]
+        app.disconnect()
+
+    run(body())
+
+
 def test_keys_that_keep_the_suggestion_list_do_not_redraw_it(fcitx5_desktop):
     """A key that leaves the list as it was (a pending romaji letter, its BackSpace) gets a reply
     without the list (it was sent once) and the addon leaves fcitx5's candidate window alone;

@@ -90,19 +90,6 @@ def _is_press(msg: Message) -> bool:
     return msg.member == ops.PROCESS_KEY.member and not msg.body[4]   # (context, sym, code, state, release)
 
 
-class PreeditLog(FcitxApp):
-    """An application context that keeps every preedit it was shown, in order."""
-
-    def _on_message(self, msg: Message) -> bool:
-        handled = super()._on_message(msg)
-        if handled and msg.member == "UpdateFormattedPreedit":
-            self.shown.tables.append(["preedit", self.shown.preedit])
-        return handled
-
-    def preedits(self) -> list[str]:
-        return [text for kind, text in self.shown.tables if kind == "preedit"]
-
-
 @pytest.fixture(scope="module")
 def scripted_desktop():
     need_fcitx5_addon()
@@ -121,7 +108,7 @@ async def _session(desktop: HeadlessDesktop, script) -> None:
     fcitx5 = await asyncio.get_running_loop().run_in_executor(None, lambda: desktop.start_fcitx5(
         ["keyboard-us", "karukan"], ["dbus", "dbusfrontend", "keyboard", "karukan"],
         extra_env={"KARUKAN_FCITX5_TIMEOUT_MS": "2000"}))
-    app = await PreeditLog.connect(desktop.session_address, caps=FCITX_CAPS)
+    app = await FcitxApp.connect(desktop.session_address, caps=FCITX_CAPS)
     try:
         await app.set_im("karukan")
         await app.tap(ord("a"))
@@ -148,13 +135,13 @@ async def _settled(app: FcitxApp) -> None:
 
 
 def test_a_view_sent_before_the_reply_does_not_replace_it_and_a_later_one_does(scripted_desktop):
-    async def script(app: PreeditLog, service: ScriptedService) -> None:
+    async def script(app: FcitxApp, service: ScriptedService) -> None:
         # Sent while the addon waits for the key's reply: older than the reply.
         service.before_reply = [(service.replies, _view("STALE"))]
         await app.tap(ord("b"))
-        await _shown(lambda: app.shown.preedit == "b" or "STALE" in app.preedits())
+        await _shown(lambda: app.shown.preedit == "b" or "STALE" in app.shown.preedits)
         await _settled(app)
-        assert app.shown.preedit == "b" and "STALE" not in app.preedits()
+        assert app.shown.preedit == "b" and "STALE" not in app.shown.preedits
         # Sent after the reply (what the model's refinement is): shown.
         service.before_reply = []
         service.after_reply = [(-1, _view("LATE"))]
@@ -165,7 +152,7 @@ def test_a_view_sent_before_the_reply_does_not_replace_it_and_a_later_one_does(s
 
 
 def test_a_view_from_another_peer_on_the_bus_is_ignored(scripted_desktop):
-    async def script(app: PreeditLog, service: ScriptedService) -> None:
+    async def script(app: FcitxApp, service: ScriptedService) -> None:
         intruder = await MessageBus(bus_address=scripted_desktop.session_address).connect()
         try:
             service.signal(service.replies + 5, _view("OWNED", commit="INJECTED"), bus=intruder)

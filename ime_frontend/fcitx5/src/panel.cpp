@@ -73,6 +73,22 @@ void KarukanEngine::clearPanel(InputContext *ic) {
 
 // Show a view: reply is true for a method's answer (which may repeat the previous reply's
 // suggestion list by reference), false for a ViewUpdated signal (always whole).
+namespace {
+
+bool sameText(const Text &a, const Text &b) {
+    if (a.size() != b.size() || a.cursor() != b.cursor()) {
+        return false;
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (a.stringAt(i) != b.stringAt(i) || a.formatAt(i) != b.formatAt(i)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
 void KarukanEngine::apply(InputContext *ic, const WireView &wire, bool reply, bool commit) {
     const auto &[handled, commitText, spans, caret, items, cursor, page, pages, total, aux, mode, enabled,
                  suggestions, suggestionCursor] = wire.data();
@@ -109,14 +125,20 @@ void KarukanEngine::apply(InputContext *ic, const WireView &wire, bool reply, bo
     const std::string footerText = footer(list, listCursor, items.empty(), page, pages, total);
     auto &panel = ic->inputPanel();
     const bool clientPreedit = ic->capabilityFlags().test(CapabilityFlag::Preedit);
+    // The application's preedit goes out only when it changes: a key's release and a late view
+    // that brings only a suggestion list repeat the text, and each repeat is one more redraw.
+    // After a commit it goes again (some toolkits drop their preedit with the commit).
+    const bool preeditChanged = !clientPreedit || !sameText(panel.clientPreedit(), preedit) || (commit && !commitText.empty());
     const bool sameList = panel.candidateList().get() == (list.empty() ? nullptr : state->shownList) &&
                           (list.empty() || (sameItems(list, state->shownItems) && listCursor == state->shownCursor));
     if (clientPreedit && sameList && panel.auxUp().toString() == aux && panel.auxDown().toString() == footerText &&
         panel.preedit().empty()) {
         // Only the application's own preedit changes: the candidate window (fcitx5's, or the
         // client's own) is left as it is instead of being rebuilt and redrawn for every key.
-        panel.setClientPreedit(preedit);
-        ic->updatePreedit();
+        if (preeditChanged) {
+            panel.setClientPreedit(preedit);
+            ic->updatePreedit();
+        }
         return;
     }
     panel.setClientPreedit(clientPreedit ? preedit : Text());
@@ -134,7 +156,9 @@ void KarukanEngine::apply(InputContext *ic, const WireView &wire, bool reply, bo
         state->shownItems = list;
         state->shownCursor = listCursor;
     }
-    ic->updatePreedit();
+    if (preeditChanged) {
+        ic->updatePreedit();
+    }
     ic->updateUserInterface(UserInterfaceComponent::InputPanel);
 }
 
