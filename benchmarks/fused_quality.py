@@ -174,7 +174,7 @@ class Pipeline:
     judged: object = None   # --lm: the LatticeConverter with both bundled n-grams (the product's)
 
 
-def load_pipeline(args: argparse.Namespace) -> Pipeline:
+def load_pipeline(args: argparse.Namespace, lm: bool = False) -> Pipeline:
     from karukan_engine.dictionary.system import SystemDictionary
     from karukan_engine.lattice.converter import LatticeConverter
     from karukan_engine.neural.model import ModelOptions
@@ -187,8 +187,8 @@ def load_pipeline(args: argparse.Namespace) -> Pipeline:
     if BUNDLED_NGRAM.is_file():   # the fit weighs it whatever the weights it starts from
         ngram = bundled_ngram()
         ngram.wait()
-    judged = None
-    if args.lm:
+    judged = None   # lm: also the product's lattice, with both bundled n-grams
+    if lm:
         from karukan_engine.lattice.word_lm import LoadedWordScorer
         from karukan_engine.lm.bundled import LoadedNgram, shared_ngram
 
@@ -236,7 +236,7 @@ def main() -> int:
 
     from karukan_engine.neural.converter import NeuralConverter
 
-    pipeline = load_pipeline(args)
+    pipeline = load_pipeline(args, lm=args.lm)
     dictionary, base, model, model_id, slot = (pipeline.dictionary, pipeline.base, pipeline.model,
                                                pipeline.model_id, pipeline.slot)
     # the fused systems build on the product's lattice with --lm, on the dictionary alone without

@@ -130,6 +130,14 @@ def test_the_script_runs_end_to_end(tmp_path):
     assert payload["fitted"]["fit_items"] == 2
 
 
+@pytest.mark.slow
+def test_lm_scores_the_products_lattice_beside_the_dictionary(tmp_path):
+    payload = run_script(tmp_path, SCRIPT, "--lm", "--systems", "fused-rerank")
+    rows = payload["results"]["dev.tsv"]
+    assert set(rows) == {"dictionary", "lattice-lm", "fused-rerank"}
+    assert rows["lattice-lm"]["items"] == 2 and "wins_vs_dictionary" in rows["lattice-lm"]
+
+
 def test_gathered_evidence_is_what_the_converter_ranks_whatever_the_weights(tmp_path):
     """The script fits weights on one gathered pool: the pool must not depend on the weights,
     and ranking it must give exactly FusedConverter.candidates."""
