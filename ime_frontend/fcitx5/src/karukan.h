@@ -65,6 +65,11 @@ constexpr int32_t kSuggestionsUnchanged = -2;
 
 class KarukanEngine;
 
+// Whether a view shows something being composed (a preedit, or conversion candidates).
+inline bool composing(const WireView &view) {
+    return !std::get<2>(view.data()).empty() || !std::get<4>(view.data()).empty();
+}
+
 // Per input context: the service-side context id, valid for one service generation.
 class KarukanState : public InputContextProperty {
 public:
@@ -81,6 +86,11 @@ public:
     uint32_t replies = 0;
     // The unique bus name that answered CreateContext: late views from any other peer are ignored.
     std::string owner;
+    // The key events of the composition being typed (handled since the preedit was last empty).
+    // A service that dies mid-composition takes the composition along; its successor's new
+    // context gets these again first, so the keys already shown are not lost. Memory only.
+    std::vector<std::pair<Key, bool>> composition;
+    bool compositionTooLong = false;   // past kMaxComposition: not restorable, until it ends
     // What this addon last put in the panel's candidate list (to keep it when nothing changed).
     const CandidateList *shownList = nullptr;
     std::vector<Item> shownItems;
@@ -146,6 +156,8 @@ private:
     void focusEvent(HeldEvent::Kind kind, InputContext *ic, const char *method, bool commit);
     Outcome sendKey(InputContext *ic, const Key &key, bool release, WireView &view);
     KarukanState *ensureContext(InputContext *ic, Outcome *outcome = nullptr);
+    void restoreComposition(InputContext *ic, KarukanState *state);
+    void rememberKey(KarukanState *state, const Key &key, bool release, const WireView &view);
     Outcome finish(InputContext *ic, dbus::Message &msg, KarukanState *state, WireView &view);
     bool available() const;
     bool nameHasOwner();

@@ -94,6 +94,10 @@ void KarukanEngine::apply(InputContext *ic, const WireView &wire, bool reply, bo
                  suggestions, suggestionCursor] = wire.data();
     (void)handled, (void)mode, (void)enabled;
     auto *state = ic->propertyFor(&factory_);
+    if (!composing(wire)) {
+        state->composition.clear();   // committed or cancelled: nothing to restore
+        state->compositionTooLong = false;
+    }
     static const std::vector<Item> none;
     const std::vector<Item> *listed = &suggestions;
     int32_t listedCursor = suggestionCursor;

@@ -11,6 +11,7 @@ namespace {
 
 constexpr auto kBackoff = std::chrono::seconds(2);  // after a timeout, pass keys through this long
 constexpr size_t kMaxHeld = 4096;  // held events beyond this go to the application at once
+constexpr size_t kMaxComposition = 1024;  // key events of one composition kept for a new service
 // The GTK/IBus input purpose and hint the service reads as "password field, learn nothing".
 constexpr uint32_t kPurposeFreeForm = 0;
 constexpr uint32_t kPurposePassword = 8;
@@ -185,7 +186,40 @@ KarukanEngine::Outcome KarukanEngine::sendKey(InputContext *ic, const Key &key, 
     auto msg = call("ProcessKey");
     msg << state->id << static_cast<uint32_t>(key.sym()) << static_cast<uint32_t>(key.code())
         << static_cast<uint32_t>(key.states()) << release;
-    return finish(ic, msg, state, view);
+    const Outcome outcome = finish(ic, msg, state, view);
+    if (outcome == Outcome::Answered) {
+        rememberKey(state, key, release, view);
+    }
+    return outcome;
+}
+
+// A handled key that leaves a composition shown belongs to it (apply() ends it on a view with
+// nothing composed: committed, cancelled).
+void KarukanEngine::rememberKey(KarukanState *state, const Key &key, bool release, const WireView &view) {
+    if (!std::get<0>(view.data()) || !composing(view) || state->compositionTooLong) {
+        return;
+    }
+    if (state->composition.size() >= kMaxComposition) {
+        state->composition.clear();
+        state->compositionTooLong = true;
+        return;
+    }
+    state->composition.emplace_back(key, release);
+}
+
+// A new context (the service restarted) for a composition the old one had: type it again.
+// Each answered key is a view reply the service counts, so this side counts it too.
+void KarukanEngine::restoreComposition(InputContext *ic, KarukanState *state) {
+    const auto keys = state->composition;  // a failed call below may clear it
+    for (const auto &[key, release] : keys) {
+        auto msg = call("ProcessKey");
+        msg << state->id << static_cast<uint32_t>(key.sym()) << static_cast<uint32_t>(key.code())
+            << static_cast<uint32_t>(key.states()) << release;
+        WireView view;
+        if (finish(ic, msg, state, view) != Outcome::Answered) {
+            return;  // gone again: the caller's own call finds out and holds or passes its key
+        }
+    }
 }
 
 KarukanState *KarukanEngine::ensureContext(InputContext *ic, Outcome *outcome) {
@@ -218,6 +252,15 @@ KarukanState *KarukanEngine::ensureContext(InputContext *ic, Outcome *outcome) {
     state->replies = 0;
     state->owner = reply.sender();
     contexts_[id] = ic->watch();
+    if (!state->composition.empty()) {
+        restoreComposition(ic, state);
+        if (state->id == 0) {
+            if (outcome) {
+                *outcome = lastCallMissing_ ? Outcome::ServiceMissing : Outcome::Failed;
+            }
+            return nullptr;
+        }
+    }
     return state;
 }
 
@@ -230,6 +273,10 @@ KarukanEngine::Outcome KarukanEngine::finish(InputContext *ic, dbus::Message &ms
         destroyContext(state->id, state->generation);
         state->id = 0;
         clearPanel(ic);
+        if (!lastCallMissing_) {
+            // Slow or broken, not gone: keys go to the application now, the composition is moot.
+            state->composition.clear();
+        }
         return lastCallMissing_ ? Outcome::ServiceMissing : Outcome::Failed;
     }
     ++state->replies;
