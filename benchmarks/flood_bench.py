@@ -19,9 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from ime_frontend.flood import FloodResult, info_flood, key_flood, percentile, quiet_typist  # noqa: E402
+from ime_frontend.flood import FloodResult, QuietResult, info_flood, key_flood, percentile, quiet_typist  # noqa: E402
 from karukan_testing.headless import HeadlessDesktop, read_line  # noqa: E402
 
 SCENARIOS = {
@@ -50,9 +51,29 @@ def start_service(desktop: HeadlessDesktop, root: Path | None):
     return proc
 
 
-async def scenario(address: str, floods) -> tuple[FloodResult, object]:
+QUIET_CODE = (
+    "import asyncio, json, sys; sys.path.insert(0, sys.argv[1]); from ime_frontend.flood import quiet_typist; "
+    "r = asyncio.run(quiet_typist(sys.argv[2], int(sys.argv[3]))); "
+    "print(json.dumps([r.latencies_ms, r.failures, r.preedits_right]))"
+)
+
+
+async def quiet_elsewhere(address: str, keys: int) -> QuietResult:
+    """The quiet typist in a process of its own, as an application is: in the floods' process
+    it would wait for its own event loop, busy sending and reading their calls."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", QUIET_CODE, str(ROOT), address, str(keys), stdout=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"the quiet typist exited {proc.returncode}")
+    latencies, failures, right = json.loads(out)
+    return QuietResult(latencies, failures, right)
+
+
+async def scenario(address: str, floods, quiet_in_process: bool) -> tuple[FloodResult, object]:
     tasks = [asyncio.ensure_future(f) for f in floods]
-    quiet = asyncio.ensure_future(quiet_typist(address, QUIET_KEYS))
+    quiet = asyncio.ensure_future(quiet_typist(address, QUIET_KEYS) if quiet_in_process
+                                  else quiet_elsewhere(address, QUIET_KEYS))
     done, pending = await asyncio.wait([*tasks, quiet], timeout=LIMIT_S)
     for task in pending:
         task.cancel()
@@ -64,7 +85,7 @@ async def scenario(address: str, floods) -> tuple[FloodResult, object]:
     return total, q
 
 
-def run_once(name: str, make, root: Path | None) -> dict:
+def run_once(name: str, make, root: Path | None, quiet_in_process: bool = False) -> dict:
     with HeadlessDesktop() as desktop:
         config = Path(desktop.env["XDG_CONFIG_HOME"]) / "karukan/config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
@@ -72,7 +93,7 @@ def run_once(name: str, make, root: Path | None) -> dict:
         address = desktop.start_session_bus()
         service = start_service(desktop, root)
         start = time.monotonic()
-        total, quiet = asyncio.run(scenario(address, make(address)))
+        total, quiet = asyncio.run(scenario(address, make(address), quiet_in_process))
         seconds = time.monotonic() - start
         time.sleep(0.5)
         alive = service.poll() is None
@@ -88,13 +109,15 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--rounds", type=int, default=3, help="runs of each scenario, each on a fresh bus")
     parser.add_argument("--scenario", default="", help="only the scenarios whose name holds this text")
+    parser.add_argument("--quiet-in-process", action="store_true",
+                        help="the quiet typist on the floods' event loop (how figures before 2026-12-03 were taken)")
     args = parser.parse_args()
     rows = []
     print(f"{'scenario':44s} {'rounds up':>9s} {'calls':>7s} {'ok':>7s} {'s (max)':>8s} | quiet key ms p50 / p95 / max")
     for name, make in SCENARIOS.items():
         if args.scenario not in name:
             continue
-        runs = [run_once(name, make, args.service_root) for _ in range(args.rounds)]
+        runs = [run_once(name, make, args.service_root, args.quiet_in_process) for _ in range(args.rounds)]
         lat = [ms for r in runs for ms in r["quiet_ms"]]
         row = {"scenario": name, "rounds": len(runs), "survived": sum(r["service_running"] for r in runs),
                "exit_statuses": [r["exit_status"] for r in runs if not r["service_running"]],
