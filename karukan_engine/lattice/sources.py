@@ -24,6 +24,9 @@ LEARNED_BONUS = 300
 OLDER_LEARNED_PENALTY = 1000
 # User-word costs kept at once (each a dictionary search); the cache starts over when full.
 MAX_CACHED_COSTS = 100_000
+# Readings whose user words (or their absence) are kept: typing looks the same substrings up
+# on every key, and a short reading of a big list is many words to check and conjugate.
+MAX_CACHED_READINGS = 50_000
 
 
 def _standalone_cost(dictionary: SystemDictionary, reading: str, pos: int) -> int:
@@ -58,6 +61,7 @@ class UserWordSource:
         self._form_ids = np.zeros(0, dtype=np.int16)   # which of its forms
         self._lengths: tuple[int, ...] = ()   # the form readings' lengths, shortest first
         self._costs: dict[tuple[str, int], int] = {}
+        self._found: dict[str, tuple[ExtraWord, ...]] = {}
         self._refresh()   # built with the converter, not at the first key
 
     def _forms(self, reading: str, surface: str, pos: str) -> list[tuple[str, str, int]]:
@@ -101,6 +105,7 @@ class UserWordSource:
         self._form_ids = np.frombuffer(form_ids, dtype=np.int16)[order]
         self._lengths = tuple(sorted(lengths))
         self._costs = {}
+        self._found = {}
         self._version = version
 
     def _cost(self, reading: str, pos: int) -> int:
@@ -112,13 +117,21 @@ class UserWordSource:
             cost = self._costs[key] = _standalone_cost(self.dictionary, reading, pos)
         return cost
 
-    def lookup(self, reading: str) -> list[ExtraWord]:
+    def lookup(self, reading: str) -> tuple[ExtraWord, ...]:
         """The user words (forms) spelt exactly `reading`, in the dictionary's order."""
+        found = self._found.get(reading)
+        if found is None:
+            if len(self._found) >= MAX_CACHED_READINGS:
+                self._found.clear()
+            found = self._found[reading] = self._search(reading)
+        return found
+
+    def _search(self, reading: str) -> tuple[ExtraWord, ...]:
         wanted = hash(reading)
         hashes = self._hashes
         a = int(hashes.searchsorted(wanted))
         if a == len(hashes) or hashes[a] != wanted:
-            return []   # most substrings are no user word: one search
+            return ()   # most substrings are no user word: one search
         b = int(hashes.searchsorted(wanted, side="right"))
         found = []
         for i in range(a, b):
@@ -126,7 +139,7 @@ class UserWordSource:
             form_reading, surface, pos = self._forms(word.reading, word.surface, word.pos)[int(self._form_ids[i])]
             if form_reading == reading:   # not a hash collision
                 found.append(ExtraWord(reading, surface, pos, pos, self._cost(reading, pos), Source.USER))
-        return found
+        return tuple(found)
 
     def words_at(self, text: str, start: int) -> Iterator[ExtraWord]:
         self._refresh()
