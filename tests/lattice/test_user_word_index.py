@@ -84,3 +84,17 @@ def test_a_big_user_dictionary_holds_no_object_per_word(system, tmp_path):
     for number in (0, lines // 2, lines - 1):
         word = user.word(number)
         assert word.surface in {w.surface for w in source.words_at(word.reading, 0)}
+
+
+def test_the_readings_kept_are_bounded_and_answers_stay_the_same(system, tmp_path, monkeypatch):
+    import karukan_engine.lattice.sources as sources
+
+    monkeypatch.setattr(sources, "MAX_CACHED_READINGS", 3)
+    path = tmp_path / "user_dictionary.tsv"
+    path.write_text("かる\t軽\t名詞\t\nかるかん\t軽羹\t名詞\t\nかん\t缶\t名詞\t\n", encoding="utf-8")
+    source = UserWordSource(UserDictionary(path), system)
+    text = "かるかんかるかん"
+    first = [[w.surface for w in source.words_at(text, start)] for start in range(len(text))]
+    again = [[w.surface for w in source.words_at(text, start)] for start in range(len(text))]
+    assert first == again and first[0] == ["軽", "軽羹"] and first[2] == ["缶"]
+    assert len(source._found) <= 3
