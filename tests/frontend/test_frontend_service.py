@@ -13,6 +13,7 @@ from dbus_fast import Message, MessageType
 from dbus_fast.aio import MessageBus
 from dbus_fast.errors import DBusError
 
+from ime_frontend import operations as ops
 from ime_frontend import wire
 from ime_frontend.client import EngineClient
 from ime_frontend.contexts import EngineCore
@@ -192,18 +193,29 @@ def test_sixteen_concurrent_clients_lose_and_reorder_no_key(bus_address):
         assert view == local_views([ord(c) for c in word]), word
 
 
+@asynccontextmanager
+async def composing_ka(address: str):
+    """A live-conversion service with one client context showing か, whose late views queue up
+    in `received`; the model stays gated (no refinement of its own) until the end."""
+    core = EngineCore(GatedModelConverter(), config=live_config())
+    async with running_service(address, lambda: core) as service:
+        received: asyncio.Queue[View] = asyncio.Queue()
+        client = await EngineClient.connect(address)
+        ctx = await client.create_context("late")
+        ctx.on_update = received.put_nowait
+        assert (await type_keys(ctx, [ord("k"), ord("a")])).preedit_text == "か"
+        try:
+            yield core, service, client, ctx, received
+        finally:
+            core.live.converter.gate.set()
+            client.disconnect()
+
+
 def test_a_live_update_from_a_worker_thread_reaches_the_owner_as_a_signal(bus_address):
     """The path a model result takes (scheduler thread -> ContextHost.deliver -> the session on
     its worker -> ViewUpdated), fed by hand; a stale update is dropped on the same path."""
-    core = EngineCore(GatedModelConverter(), config=live_config())
-
     async def body():
-        async with running_service(bus_address, lambda: core) as service:
-            received: asyncio.Queue[View] = asyncio.Queue()
-            client = await EngineClient.connect(bus_address)
-            ctx = await client.create_context("late")
-            ctx.on_update = received.put_nowait
-            assert (await type_keys(ctx, [ord("k"), ord("a")])).preedit_text == "か"
+        async with composing_ka(bus_address) as (core, service, client, ctx, received):
             host = service._contexts[ctx.id].host
             epoch = core.live.scheduler.epoch(host.context_id)
             for update in (LateUpdate.live(host.context_id, epoch - 1, "か", "古"),   # an older key's
@@ -216,8 +228,6 @@ def test_a_live_update_from_a_worker_thread_reaches_the_owner_as_a_signal(bus_ad
             assert got.preedit_text == "蚊"
             assert (await ctx.get_view()).preedit_text == "蚊"
             assert received.empty(), "stale updates must never be shown"
-            core.live.converter.gate.set()
-            client.disconnect()
 
     run(body())
 
@@ -225,19 +235,12 @@ def test_a_live_update_from_a_worker_thread_reaches_the_owner_as_a_signal(bus_ad
 def test_a_view_signal_from_another_peer_is_not_believed(bus_address):
     """Any peer on the bus can send ViewUpdated to the client: only the service that answered
     CreateContext is heard (an intruder's signal could otherwise commit text)."""
-    core = EngineCore(GatedModelConverter(), config=live_config())
-
     async def body():
-        async with running_service(bus_address, lambda: core) as service:
-            received: asyncio.Queue[View] = asyncio.Queue()
-            client = await EngineClient.connect(bus_address)
-            ctx = await client.create_context("late")
-            ctx.on_update = received.put_nowait
-            assert (await type_keys(ctx, [ord("k"), ord("a")])).preedit_text == "か"
+        async with composing_ka(bus_address) as (core, service, client, ctx, received):
             intruder = await MessageBus(bus_address=bus_address).connect()
             intruder.send(Message(
                 message_type=MessageType.SIGNAL, destination=client.bus.unique_name, path=wire.OBJECT_PATH,
-                interface=wire.INTERFACE, member="ViewUpdated", signature="uu" + wire.VIEW_SIG,
+                interface=wire.INTERFACE, member=ops.VIEW_UPDATED.member, signature=ops.VIEW_UPDATED.in_sig,
                 body=[ctx.id, 99, wire.encode_view(View(True, commit="INJECTED"))],
             ))
             await intruder.call(Message(destination=client.bus.unique_name, path="/",   # a round trip
@@ -247,9 +250,7 @@ def test_a_view_signal_from_another_peer_is_not_believed(bus_address):
             got = await asyncio.wait_for(received.get(), TIMEOUT_S)
             assert got.preedit_text == "蚊" and not got.commit
             assert received.empty()
-            core.live.converter.gate.set()
             intruder.disconnect()
-            client.disconnect()
 
     run(body())
 

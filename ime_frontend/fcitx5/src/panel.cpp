@@ -71,8 +71,6 @@ void KarukanEngine::clearPanel(InputContext *ic) {
     ic->updateUserInterface(UserInterfaceComponent::InputPanel);
 }
 
-// Show a view: reply is true for a method's answer (which may repeat the previous reply's
-// suggestion list by reference), false for a ViewUpdated signal (always whole).
 namespace {
 
 bool sameText(const Text &a, const Text &b) {
@@ -89,6 +87,8 @@ bool sameText(const Text &a, const Text &b) {
 
 }  // namespace
 
+// Show a view: reply is true for a method's answer (which may repeat the previous reply's
+// suggestion list by reference), false for a ViewUpdated signal (always whole).
 void KarukanEngine::apply(InputContext *ic, const WireView &wire, bool reply, bool commit) {
     const auto &[handled, commitText, spans, caret, items, cursor, page, pages, total, aux, mode, enabled,
                  suggestions, suggestionCursor] = wire.data();
