@@ -153,7 +153,6 @@ private:
     // Calls to the service (service.cpp).
     dbus::Message call(const char *method);
     dbus::Message busCall(const char *method);
-    dbus::Message keyCall(const KarukanState *state, const Key &key, bool release);
     void focusEvent(HeldEvent::Kind kind, InputContext *ic, const char *method, bool commit);
     Outcome sendKey(InputContext *ic, const Key &key, bool release, WireView &view);
     KarukanState *ensureContext(InputContext *ic, Outcome *outcome = nullptr);

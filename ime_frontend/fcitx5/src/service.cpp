@@ -177,20 +177,15 @@ void KarukanEngine::focusEvent(HeldEvent::Kind kind, InputContext *ic, const cha
     }
 }
 
-dbus::Message KarukanEngine::keyCall(const KarukanState *state, const Key &key, bool release) {
-    auto msg = call("ProcessKey");
-    msg << state->id << static_cast<uint32_t>(key.sym()) << static_cast<uint32_t>(key.code())
-        << static_cast<uint32_t>(key.states()) << release;
-    return msg;
-}
-
 KarukanEngine::Outcome KarukanEngine::sendKey(InputContext *ic, const Key &key, bool release, WireView &view) {
     Outcome created = Outcome::Answered;
     auto *state = ensureContext(ic, &created);
     if (!state) {
         return created;
     }
-    auto msg = keyCall(state, key, release);
+    auto msg = call("ProcessKey");
+    msg << state->id << static_cast<uint32_t>(key.sym()) << static_cast<uint32_t>(key.code())
+        << static_cast<uint32_t>(key.states()) << release;
     const Outcome outcome = finish(ic, msg, state, view);
     if (outcome == Outcome::Answered) {
         rememberKey(state, key, release, view);
@@ -217,7 +212,9 @@ void KarukanEngine::rememberKey(KarukanState *state, const Key &key, bool releas
 void KarukanEngine::restoreComposition(InputContext *ic, KarukanState *state) {
     const auto keys = state->composition;  // a failed call below may clear it
     for (const auto &[key, release] : keys) {
-        auto msg = keyCall(state, key, release);
+        auto msg = call("ProcessKey");
+        msg << state->id << static_cast<uint32_t>(key.sym()) << static_cast<uint32_t>(key.code())
+            << static_cast<uint32_t>(key.states()) << release;
         WireView view;
         if (finish(ic, msg, state, view) != Outcome::Answered) {
             return;  // gone again: the caller's own call finds out and holds or passes its key
