@@ -31,6 +31,10 @@ tokenization, reranking, and the Python side of the llama.cpp calls.
 ceil(A * n) tokens and wrong after that, the outputs computed in an untimed first pass; random
 weights otherwise reject nearly every draft, so the plain run is the worst case. The rows then
 carry the acceptance.
+
+--busy N keeps N other cores busy (spinning child processes, busy_cores.py) while measuring;
+--threads 0 is the product's default, the thread count following the cores other programs leave
+free (karukan_engine/neural/threads.py).
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from karukan_engine.session import Session  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
 
+from busy_cores import busy_cores  # noqa: E402
+from karukan_engine.neural.threads import decodes_by_threads  # noqa: E402
 from session_bench import KEY_PATH_CONFIG, SENTENCES as SESSION_SENTENCES, percentile  # noqa: E402
 
 WARM_UP = "korehaundoushitemiruyoteidesu"
@@ -163,7 +169,9 @@ def measure(converter) -> dict[str, list[tuple[float, ...]]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="+", help="mimic directories or GGUF paths (or models.toml ids)")
-    parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (default 1)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="llama.cpp threads; 0 = follow the free cores, the product's default (default 1)")
+    parser.add_argument("--busy", type=int, default=0, help="cores kept busy by other processes while measuring")
     parser.add_argument("--fixed-tokens", type=int, default=12, help="tokens per greedy conversion (default 12)")
     parser.add_argument("--acceptance", type=float, nargs="*", default=[],
                         help="simulated shares of accepted draft tokens, one replay each (e.g. 0 0.655 0.9)")
@@ -173,12 +181,16 @@ def main() -> int:
     out = []
     breakdown = []
     print(f"{len(SENTENCES)} sentences, greedy {args.fixed_tokens} tokens per conversion, {args.threads} llama.cpp "
-          f"thread(s), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+          f"thread(s), {args.busy} core(s) kept busy, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
     print(f"{'model':<34}{'A':>6} {'kind':<9}{'n':>4}{'wall p50':>10}{'p95':>8}{'CPU p50':>9}{'p95':>8}{'decode p50':>11}{'p95':>8}")
     for path in args.models:
         model = load(path, args.threads)
         for acceptance, converter, slot in passes(model, path, args.fixed_tokens, args.acceptance):
-            rows = measure(converter)
+            before = decodes_by_threads()
+            with busy_cores(args.busy):
+                rows = measure(converter)
+            used = {n: c - before.get(n, 0) for n, c in decodes_by_threads().items() if c > before.get(n, 0)}
+            print(f"  decodes by thread count: {used}")
             slot.release()
             report(path, model, acceptance, rows, out, breakdown)
         model.close()
@@ -188,7 +200,7 @@ def main() -> int:
         print(f"{Path(row['model']).name:<34}{_share(row['acceptance']):>6} {row['kind']:<10}{row['cpu_mean_ms']:>8.1f}"
               f"{row['decode_mean_ms']:>8.1f}{row['lattice_mean_ms']:>9.1f}{row['align_mean_ms']:>7.1f}{row['python_mean_ms']:>8.1f}")
     if args.json:
-        payload = {"threads": args.threads, "fixed_tokens": args.fixed_tokens, "cpus": os.cpu_count(),
+        payload = {"threads": args.threads, "busy": args.busy, "fixed_tokens": args.fixed_tokens, "cpus": os.cpu_count(),
                    "acceptance": args.acceptance, "load_avg_end": os.getloadavg(), "rows": out, "breakdown": breakdown}
         args.json.write_text(json.dumps(payload, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return 0

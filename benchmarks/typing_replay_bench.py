@@ -25,6 +25,14 @@ conversion then generates exactly --fixed-tokens tokens (default 12, stop tokens
 the output states; drafts of such a model rarely agree, so speculation saves little there.
 `--model PATH --random-weights` does the same for a mimic GGUF built by
 tools/build_mimic_models.py (the published shapes, vocabularies and Q5_K_M quantization).
+
+--acceptance A [A ...] (with --random-weights or --random-shape) replays once untimed to note the
+greedy jobs' prompts, computes the model's own greedy output for each, then replays once per A
+with each job's draft right for its first ceil(A * n) tokens and wrong after (draft_simulation.py):
+what a trained model that accepts the share A of its drafts would cost (random weights reject
+nearly all). A paced replay is timing-dependent, so a prompt the first pass did not see gets no
+draft; the output counts them. --busy N keeps N other cores busy while measuring (busy_cores.py);
+--threads 0 is the product's default thread count (following the free cores).
 """
 
 from __future__ import annotations
@@ -45,6 +53,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from busy_cores import busy_cores  # noqa: E402
+from draft_simulation import DraftOracle  # noqa: E402
 from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
 from karukan_engine.live.live_service import LateUpdate, LiveService  # noqa: E402
 from karukan_engine.conversion.model_slot import ModelSlot  # noqa: E402
@@ -58,6 +70,8 @@ from karukan_engine.romaji.composer import Composer  # noqa: E402
 from karukan_engine.romaji.table import RomajiTable  # noqa: E402
 
 DEV_SET = ROOT / "karukan_engine" / "data" / "eval" / "mozc_evaluation.tsv"
+# Warms a simulated-draft pass's fresh contexts with a reading no replayed key asks for.
+WARM_READING = "これはうんどうしてみるよていです"
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -229,6 +243,13 @@ def run(converter_factory, sentences, sessions: int, interval: float, workers: i
     }
 
 
+def _fresh_pass(replay, slots, factory) -> dict:
+    for slot in slots:
+        slot.release()
+    factory().live(ConversionRequest(WARM_READING))
+    return replay()
+
+
 def load_model_for(args):
     from karukan_engine.neural.model import ModelOptions, load_model
     from karukan_engine.neural.registry import load_model_by_id_or_path
@@ -259,7 +280,11 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="keys per second when paced")
     parser.add_argument("--budget-ms", type=float, default=50.0)
     parser.add_argument("--workers", type=int, default=ConversionSettings().workers, help="scheduler workers (default: the setting's default)")
-    parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads per context")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="llama.cpp threads per context; 0 = follow the free cores, the product's default")
+    parser.add_argument("--busy", type=int, default=0, help="cores kept busy by other processes while measuring")
+    parser.add_argument("--acceptance", type=float, nargs="*", default=[],
+                        help="simulated shares of accepted draft tokens, one replay each (random weights only)")
     parser.add_argument("--fixed-tokens", type=int, default=12,
                         help="with --random-shape: tokens generated per chunk conversion")
     parser.add_argument("--aligned", action="store_true",
@@ -268,6 +293,8 @@ def main() -> int:
                         help="prepare Space's conversion this long after each key (default: never)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
+    if args.acceptance and not (args.random_shape or args.random_weights):
+        parser.error("--acceptance simulates drafts for random weights: give --random-weights or --random-shape")
 
     table = RomajiTable.default()
     max_sessions = max(int(s) for s in args.sessions.split(","))
@@ -275,10 +302,11 @@ def main() -> int:
     dictionary = SystemDictionary()
     base = LatticeConverter(dictionary, None, None)
     slots, model_name = [], "none (dictionary only)"
+    oracle = DraftOracle() if args.acceptance else None
     if not args.no_model:
         model, model_name = load_model_for(args)
         fixed = args.fixed_tokens if args.random_shape or args.random_weights else None
-        slots = [ModelSlot(model, model_name, fixed_tokens=fixed)]
+        slots = [ModelSlot(model, model_name, fixed_tokens=fixed, draft_for=oracle)]
         if fixed:
             model_name += f", {fixed} generated tokens per chunk"
     settings = replace(ConversionSettings(), live_budget_ms=args.budget_ms, workers=args.workers)
@@ -291,28 +319,49 @@ def main() -> int:
     warm.live(ConversionRequest(sentences[0][0]))
 
     results = []
-    header = (f"{'sessions':>8} {'mode':>11} {'keys':>5} {'first p50':>9} {'p95':>7} "
+    header = (f"{'A':>5} {'sessions':>8} {'mode':>11} {'keys':>5} {'first p50':>9} {'p95':>7} "
               f"{'refined p50':>11} {'p95':>7} {'refined':>7} {'stale':>5} {'CPU ms/key':>10} {'batch':>5} {'prep':>9}")
     prepare_s = None if args.prepare_ms is None else args.prepare_ms / 1000.0
+    oracle_filled: set = set()
     print(f"model: {model_name}; budget {args.budget_ms:g} ms; {args.workers} worker(s); "
-          f"{os.cpu_count()} CPUs; {args.sentences} sentences per session; "
+          f"{os.cpu_count()} CPUs, {args.busy} kept busy; {args.sentences} sentences per session; "
           + ("no preparation" if prepare_s is None else f"Space prepared {args.prepare_ms:g} ms after a key"))
     print(header)
-    for sessions in (int(s) for s in args.sessions.split(",")):
-        for mode in args.modes.split(","):
+    plan = [(sessions, mode) for sessions in (int(s) for s in args.sessions.split(",")) for mode in args.modes.split(",")]
+    for acceptance in args.acceptance or [None]:
+        for sessions, mode in plan:
             interval = 1.0 / args.rate if mode == "paced" else 0.0
-            r = run(factory, sentences, sessions, interval, args.workers, args.sentences, args.aligned,
-                    prepare_s)
+            replay = partial(run, factory, sentences, sessions, interval, args.workers, args.sentences, args.aligned,
+                             prepare_s)
+            if oracle is not None:
+                # Each pass starts from empty memos: a greedy output remembered from an earlier
+                # pass would answer without a decode, and so without a draft.
+                replay = partial(_fresh_pass, replay, slots, factory)
+            if oracle is not None and (sessions, mode) not in oracle_filled:
+                oracle.acceptance = None          # the untimed pass that notes the prompts
+                replay()
+                oracle.fill(model, args.fixed_tokens)
+                oracle_filled.add((sessions, mode))
+            if oracle is not None:
+                oracle.acceptance, oracle.served, oracle.missing = acceptance, 0, 0
+            with busy_cores(args.busy):
+                r = replay()
+            r["acceptance"] = acceptance
+            if oracle is not None:
+                r["drafts_simulated"], r["prompts_unseen"] = oracle.served, oracle.missing
             results.append(r)
             fmt = lambda v, digits=1: "-" if v is None else f"{v:.{digits}f}"  # noqa: E731
-            print(f"{r['sessions']:>8} {r['mode']:>11} {r['keys']:>5} {fmt(r['first_p50_ms']):>9} "
+            print(f"{'-' if acceptance is None else f'{acceptance:g}':>5} "
+                  f"{r['sessions']:>8} {r['mode']:>11} {r['keys']:>5} {fmt(r['first_p50_ms']):>9} "
                   f"{fmt(r['first_p95_ms']):>7} {fmt(r['refined_p50_ms']):>11} {fmt(r['refined_p95_ms']):>7} "
                   f"{r['refined']:>7} {r['stale_share']:>5.2f} {r['cpu_ms_per_key']:>10.1f} "
                   f"{fmt(r['jobs_per_batch'], 2):>5} "
-                  f"{r['prepared_finished']:>4}/{r['prepared_stopped']:<4}", flush=True)
+                  f"{r['prepared_finished']:>4}/{r['prepared_stopped']:<4}"
+                  + (f"  ({r['drafts_simulated']} drafts, {r['prompts_unseen']} prompts unseen)" if oracle else ""),
+                  flush=True)
     if args.json:
         payload = {"model": model_name, "random_weights": bool(args.random_shape or args.random_weights),
-                   "budget_ms": args.budget_ms, "workers": args.workers, "threads": args.threads,
+                   "budget_ms": args.budget_ms, "workers": args.workers, "threads": args.threads, "busy": args.busy,
                    "cpus": os.cpu_count(), "load": os.getloadavg(), "prepare_ms": args.prepare_ms,
                    "results": results}
         args.json.write_text(json.dumps(payload, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -14,7 +14,6 @@ under one crashes the process).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -29,6 +28,7 @@ from karukan_engine.neural.greedy import GreedyDecoder
 from karukan_engine.neural.nll import NllScorer
 from karukan_engine.neural.prompt import JINEN, ZENZ_V3, Prompt, PromptFamily, clean_output, family_named
 from karukan_engine.neural.runtime import PRE_TOKENIZER_ALIASES, GgufInfo, LlamaModel
+from karukan_engine.neural.threads import AUTO_THREADS
 from karukan_engine.neural.tokenizer import GgufTokenizer, HfTokenizer, Tokenizer, check_agreement, gguf_token_texts
 
 log = logging.getLogger(__name__)
@@ -43,15 +43,11 @@ DEFAULT_MAX_NEW = JINEN.max_new_tokens
 JOINT_SLACK = 2
 
 
-def default_threads() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
-
-
 @dataclass(frozen=True)
 class ModelOptions:
     """None means "the model's own" (models.toml), else the default; load_model fills them in."""
 
-    n_threads: int | None = None          # llama.cpp threads; default default_threads()
+    n_threads: int | None = None          # llama.cpp threads; default AUTO_THREADS (the free cores)
     max_context_chars: int | None = None  # left context characters; default the family's
     # GGUF metadata overrides, e.g. {"tokenizer.ggml.eos_token_id": 3}.
     kv_overrides: Mapping[str, object] = field(default_factory=dict)
@@ -70,7 +66,7 @@ def detected_family(info: GgufInfo) -> PromptFamily:
 def resolved_options(options: ModelOptions, info: GgufInfo) -> ModelOptions:
     """Every None filled with its default."""
     return replace(options,
-                   n_threads=options.n_threads if options.n_threads is not None else default_threads(),
+                   n_threads=options.n_threads if options.n_threads is not None else AUTO_THREADS,
                    gpu_layers=options.gpu_layers if options.gpu_layers is not None else 0,
                    prompt=options.prompt if options.prompt is not None else detected_family(info).name)
 

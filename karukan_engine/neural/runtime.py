@@ -17,6 +17,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from karukan_engine.neural.errors import InferenceError, ModelFormatError, ModelLoadError, ModelNotFoundError
+from karukan_engine.neural.threads import ThreadChoice, count_decode
 
 try:
     import llama_cpp as _llama
@@ -273,6 +274,7 @@ class LlamaContext:
     """
 
     def __init__(self, model: LlamaModel, size: ContextSize, n_threads: int) -> None:
+        """n_threads: a fixed count, or AUTO_THREADS to follow the free cores (threads.py)."""
         lib = llama()
         if not model.ptr:
             raise ModelLoadError("model is closed")
@@ -285,7 +287,9 @@ class LlamaContext:
         params.n_batch = params.n_ubatch = size.n_batch
         params.n_seq_max = size.n_seq_max
         params.kv_unified = True
-        params.n_threads = params.n_threads_batch = max(1, n_threads)
+        self._threads = ThreadChoice(n_threads)
+        self.n_threads = self._threads.now()
+        params.n_threads = params.n_threads_batch = self.n_threads
         params.no_perf = True
         params.flash_attn_type = FLASH_ATTN
         self.model = model
@@ -344,6 +348,7 @@ class LlamaContext:
         self._want[:n] = np.asarray(want, dtype=np.int8)
         n_out = int(self._want[:n].sum())
         self._batch.n_tokens = n
+        self._follow_load()
         started, cpu_started = time.perf_counter(), time.thread_time()
         rc = self._lib.llama_decode(self.ptr, self._batch)
         self.decode_seconds += time.perf_counter() - started
@@ -355,6 +360,13 @@ class LlamaContext:
         # The buffer is overwritten by the next decode: copy.
         ptr = self._lib.llama_get_logits(self.ptr)
         return np.ctypeslib.as_array(ptr, shape=(n_out, self.model.n_vocab)).copy()
+
+    def _follow_load(self) -> None:
+        threads = self._threads.now()
+        if threads != self.n_threads:
+            self._lib.llama_set_n_threads(self.ptr, threads, threads)
+            self.n_threads = threads
+        count_decode(threads)
 
     def decode_run(self, tokens: Sequence[int], start: int, seq: int = 0) -> np.ndarray:
         """Decode consecutive tokens of one sequence (split to fit n_batch); logits of the last."""

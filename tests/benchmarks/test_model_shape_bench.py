@@ -110,3 +110,25 @@ def test_session_and_replay_benches_take_a_mimic_with_fixed_tokens(tiny_mimic, t
                  "--fixed-tokens", "3", "--sessions", "1", "--modes", "burst", "--sentences", "1", "--json", replay], tmp_path)
     assert "3 generated tokens per chunk" in text
     assert json.loads(replay.read_text())["random_weights"] is True
+
+
+@needs_dictionary
+def test_replay_simulates_drafts_and_busy_cores(tiny_mimic, tmp_path):
+    """typing_replay_bench.py --acceptance replays once per share after an untimed recording pass,
+    and --busy keeps other cores busy (the thread count then follows them with --threads 0)."""
+    replay = tmp_path / "replay.json"
+    text = _run([REPO / "benchmarks" / "typing_replay_bench.py", "--model", tiny_mimic, "--random-weights",
+                 "--fixed-tokens", "3", "--sessions", "1", "--modes", "burst", "--sentences", "1", "--threads", "0",
+                 "--busy", "1", "--acceptance", "0", "0.9", "--json", replay], tmp_path)
+    payload = json.loads(replay.read_text())
+    assert payload["busy"] == 1 and payload["threads"] == 0
+    results = payload["results"]
+    assert [r["acceptance"] for r in results] == [0.0, 0.9]
+    assert all(r["keys"] > 0 for r in results) and sum(r["drafts_simulated"] for r in results) > 0
+    assert "prompts unseen" in text and "1 kept busy" in text
+
+
+def test_replay_refuses_simulated_drafts_for_a_trained_model(tmp_path):
+    run = subprocess.run([sys.executable, REPO / "benchmarks" / "typing_replay_bench.py", "--no-model",
+                          "--acceptance", "0.5"], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 2 and "--random-weights" in run.stderr

@@ -62,8 +62,12 @@ def test_the_callers_options_win(tmp_path, seen):
 
 
 def test_without_settings_the_defaults_apply(seen):
-    from karukan_engine.neural.model import default_threads, load_model
+    from karukan_engine.neural.model import load_model
+    from karukan_engine.neural.threads import AUTO_THREADS, default_threads
 
     with load_model(tiny_model_dir("llama")) as model:
         model.greedy("かんじ", max_new=2)
-    assert seen["gpu_layers"] == [0] and set(seen["threads"]) == {(default_threads(),) * 2}
+    # no thread count set: each context follows the free cores, up to default_threads()
+    assert model.options.n_threads == AUTO_THREADS
+    assert seen["gpu_layers"] == [0] and seen["threads"]
+    assert all(1 <= n == batch <= default_threads() for n, batch in seen["threads"])
