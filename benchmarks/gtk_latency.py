@@ -29,6 +29,17 @@ desktop's private XDG_CONFIG_HOME), so Space is not prepared during that pause, 
 `quick_space = false`, so an unprepared Space waits for the model. "settled" is Space → the
 last preedit change within SETTLED_QUIET_S of stillness after it: with quick Space, when the
 model's conversion replaced the first answer (the same as "Space" when none did).
+
+--pace-ms P types at most one key per P ms (a typist's pace; 0, the default, presses the next key
+as soon as the last one's first preedit came). Besides latency the run reports, as a Mozc user
+would notice them:
+  two texts  typed keys after which the preedit showed two or more different texts before the
+             next key (the dictionary's text, then a model's): flicker under the user's eyes;
+             meaningful with a pace that leaves time for late updates (--pace-ms 100)
+  Return     Return -> the committed text in the window
+  burst      BURST typed with no pause (each key as soon as the last one's first preedit came),
+             Space right after the last: Space -> the converted preedit (its first showing of
+             the text the preedit settles on), while the typing's late work may still run
 """
 
 from __future__ import annotations
@@ -50,6 +61,7 @@ from karukan_testing.gtk_client import GtkClient, gtk_missing  # noqa: E402
 from karukan_testing.headless import HeadlessDesktop  # noqa: E402
 
 SENTENCES = ["kyouhaiitenkidesune", "watashinonamaehanakanodesu", "kaiginosiryouwookurimasu"]
+BURST = SENTENCES[0] + SENTENCES[2]   # 43 keys
 # each engine's input method, as its framework names it (the engines, in the order they run)
 INPUT_METHODS = {"karukan-ibus": "karukan", "mozc-ibus": "mozc-jp", "karukan-fcitx5": "karukan",
                  "mozc-fcitx5": "mozc"}
@@ -219,13 +231,56 @@ def settled_latency(timings: dict) -> list[tuple[int, float]]:
     return [(keyval, (after[-1] - t) * 1000)] if after else []
 
 
-def measure(gtk: GtkClient, repeats: int, quiet_s: float = QUIET_BEFORE_SPACE_S) -> dict:
-    typing, space, settled, missed = [], [], [], 0
+def keys_with_two_texts(timings: dict) -> tuple[int, int]:
+    """(typed keys, those after which the preedit showed two or more different texts before the
+    next key). The last key of `timings` (Space) is not a typed key; repeats of a text are one."""
+    keys = [t for _k, t in timings["keys"]]
+    flickers = 0
+    for start, end in zip(keys, keys[1:]):
+        texts = [text for text, t in timings["preedits"] if start <= t < end]
+        distinct = [text for i, text in enumerate(texts) if i == 0 or text != texts[i - 1]]
+        flickers += len(distinct) >= 2
+    return max(0, len(keys) - 1), flickers
+
+
+def commit_latency(timings: dict) -> list[float]:
+    """ms from the last key (Return) to the first change of the window's text after it."""
+    if not timings["keys"]:
+        return []
+    sent = timings["keys"][-1][1]
+    after = [t for _text, t in timings.get("texts", []) if t >= sent]
+    return [(after[0] - sent) * 1000] if after else []
+
+
+def settled_text_latency(timings: dict) -> list[float]:
+    """ms from the last key (Space) to the first showing of the text the preedit settled on."""
+    if not timings["keys"] or not timings["preedits"]:
+        return []
+    sent = timings["keys"][-1][1]
+    final = timings["preedits"][-1][0]
+    shown = [t for text, t in timings["preedits"] if t >= sent and text == final]
+    return [(shown[0] - sent) * 1000] if shown else []
+
+
+def press_and_wait_commit(gtk: GtkClient) -> list[float]:
+    """Return; wait for the commit; ms from Return to the window's text changing."""
+    gtk.command("timings")
+    gtk.command("press Return")
+    gtk.wait_for(lambda s: s["preedit"] == "", what="the commit")
+    wait_until_quiet(gtk, QUIET_BEFORE_SPACE_S)
+    return commit_latency(gtk.command("timings"))
+
+
+def measure(gtk: GtkClient, repeats: int, quiet_s: float = QUIET_BEFORE_SPACE_S, pace_s: float = 0.0) -> dict:
+    typing, space, settled, commit, missed = [], [], [], [], 0
+    typed = two_texts = 0
     gtk.command("timings")                       # forget the warm-up
     for _ in range(repeats):
         for sentence in SENTENCES:
             for ch in sentence:
+                started = time.monotonic()
                 missed += not press(gtk, ch)
+                time.sleep(max(0.0, pace_s - (time.monotonic() - started)))
             wait_until_quiet(gtk, quiet_s)
             missed += not press(gtk, "space")
             wait_until_quiet(gtk, SETTLED_QUIET_S)
@@ -234,11 +289,25 @@ def measure(gtk: GtkClient, repeats: int, quiet_s: float = QUIET_BEFORE_SPACE_S)
             typing += [ms for _k, ms in timed[:-1]]
             space += [ms for k, ms in timed[-1:] if k == 0x20]
             settled += [ms for k, ms in settled_latency(timings) if k == 0x20]
-            gtk.keys("Return")
-            gtk.wait_for(lambda s: s["preedit"] == "", what="the commit")
-            gtk.command("timings")
+            keys, flickers = keys_with_two_texts(timings)
+            typed, two_texts = typed + keys, two_texts + flickers
+            commit += press_and_wait_commit(gtk)
     return {"typing": summary(typing), "space": summary(space), "space_settled": summary(settled),
-            "missed": missed}
+            "return_commit": summary(commit), "typed_keys": typed, "keys_with_two_texts": two_texts,
+            "burst_space": measure_burst(gtk, repeats), "missed": missed}
+
+
+def measure_burst(gtk: GtkClient, repeats: int) -> dict:
+    """BURST with no pause, then Space at once: Space -> the converted preedit."""
+    space = []
+    for _ in range(repeats):
+        gtk.command("timings")
+        for key in [*BURST, "space"]:
+            press(gtk, key)
+        wait_until_quiet(gtk, SETTLED_QUIET_S)
+        space += settled_text_latency(gtk.command("timings"))
+        press_and_wait_commit(gtk)
+    return summary(space)
 
 
 def main() -> int:
@@ -253,6 +322,7 @@ def main() -> int:
                         help="how long the preedit is still before Space (the pause)")
     parser.add_argument("--no-prepare", action="store_true", help="Karukan with [conversion] prepare_space = false")
     parser.add_argument("--no-quick", action="store_true", help="Karukan with [conversion] quick_space = false")
+    parser.add_argument("--pace-ms", type=float, default=0.0, help="at most one typed key per this many ms")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     missing = gtk_missing()
@@ -265,21 +335,24 @@ def main() -> int:
         with HeadlessDesktop(user=user) as desktop:
             gtk = start(engine, desktop, not args.no_model, not args.no_prepare, not args.no_quick)
             time.sleep(args.settle_s)
-            results[engine] = measure(gtk, args.repeats, args.quiet_ms / 1000.0)
+            results[engine] = measure(gtk, args.repeats, args.quiet_ms / 1000.0, args.pace_ms / 1000.0)
             gtk.close()
         print(f"{engine}: done", file=sys.stderr)
     print(f"{'engine':<16} {'typing p50':>11} {'p95':>8} {'n':>5}   {'Space p50':>10} {'p95':>8} {'n':>4}"
-          f"   {'settled p50':>11} {'p95':>8}  missed")
+          f"   {'settled p50':>11} {'p95':>8}   {'Return p50':>10} {'p95':>6}   {'burst Space p50':>15} {'p95':>6}"
+          f"   {'two texts':>13}  missed")
     for engine, r in results.items():
-        t, s, f = r["typing"], r["space"], r["space_settled"]
+        t, s, f, c, b = r["typing"], r["space"], r["space_settled"], r["return_commit"], r["burst_space"]
         print(f"{engine:<16} {t.get('p50_ms', '-'):>11} {t.get('p95_ms', '-'):>8} {t['n']:>5}   "
               f"{s.get('p50_ms', '-'):>10} {s.get('p95_ms', '-'):>8} {s['n']:>4}   "
-              f"{f.get('p50_ms', '-'):>11} {f.get('p95_ms', '-'):>8}  {r['missed']}")
+              f"{f.get('p50_ms', '-'):>11} {f.get('p95_ms', '-'):>8}   {c.get('p50_ms', '-'):>10} {c.get('p95_ms', '-'):>6}   "
+              f"{b.get('p50_ms', '-'):>15} {b.get('p95_ms', '-'):>6}   "
+              f"{r['keys_with_two_texts']:>5} of {r['typed_keys']:<4}  {r['missed']}")
     if args.json:
         args.json.write_text(json.dumps({
             "benchmark": "gtk_latency", "repeats": args.repeats, "sentences": SENTENCES,
             "model": not args.no_model, "prepare_space": not args.no_prepare, "quick_space": not args.no_quick,
-            "quiet_ms": args.quiet_ms,
+            "quiet_ms": args.quiet_ms, "pace_ms": args.pace_ms, "burst": BURST,
             "settle_s": args.settle_s, "load": os.getloadavg(), "cpus": os.cpu_count(),
             "python": platform.python_version(), "results": results,
         }, indent=2))

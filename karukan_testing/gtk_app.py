@@ -10,8 +10,9 @@ with one command per stdin line and reads one JSON object per stdout line:
     state                         what the widgets hold (see _state)
     press KEYSYM_NAME             press and release a key through XTEST from here, noting when
                                   (the latency benchmark: no xdotool start-up in the figure)
-    timings                       when each pressed key was sent and each preedit change
-                                  happened (monotonic seconds), then forget them
+    timings                       when each pressed key was sent, each preedit change and each
+                                  change of the text (a commit) happened (monotonic seconds),
+                                  then forget them
     clear                         empty the TextView (and its history)
 
 Only stdlib and gi are imported: this runs outside the project's virtual environment.
@@ -90,9 +91,10 @@ class TestWindow:
         self._xtest: XTest | None = None      # opened on the first press
         self.key_times: list[list] = []       # [keysym, seconds]
         self.preedit_times: list[list] = []   # [preedit, seconds]
+        self.text_times: list[list] = []      # [buffer text, seconds]: commits
         self.preedit_changes = 0              # ever (preedit-changed may repeat the same text)
         buffer = self.text.get_buffer()
-        buffer.connect("changed", lambda b: self.history.append(self._buffer_text()))
+        buffer.connect("changed", self._on_text_changed)
         self.text.connect("preedit-changed", self._on_preedit)
         self.window.connect("destroy", lambda _w: Gtk.main_quit())
         self.window.show_all()
@@ -102,6 +104,11 @@ class TestWindow:
     def _buffer_text(self) -> str:
         buffer = self.text.get_buffer()
         return buffer.get_text(buffer.get_start_iter(), buffer.get_end_iter(), True)
+
+    def _on_text_changed(self, _buffer) -> None:
+        text = self._buffer_text()
+        self.history.append(text)
+        self.text_times.append([text, time.monotonic()])
 
     def _on_preedit(self, _view, preedit: str) -> None:
         self.preedit = preedit
@@ -131,8 +138,8 @@ class TestWindow:
             self.history = [""]
             self._reply({"cleared": True})
         elif words[:1] == ["timings"]:
-            self._reply({"keys": self.key_times, "preedits": self.preedit_times})
-            self.key_times, self.preedit_times = [], []
+            self._reply({"keys": self.key_times, "preedits": self.preedit_times, "texts": self.text_times})
+            self.key_times, self.preedit_times, self.text_times = [], [], []
         else:
             self._reply({"error": f"unknown command {words[:1]}"})
         return True
