@@ -87,4 +87,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from private_user_data import private_user_data
+
+    with private_user_data():   # the user's learning is neither read nor written
+        sys.exit(main())

@@ -28,6 +28,20 @@ def _private_cache_dir(tmp_path_factory):
         os.environ.pop("XDG_CACHE_HOME", None)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_data_dir(tmp_path_factory):
+    """The suite never reads or writes the developer's own learning history, user dictionary or
+    rewriter choices (user_files.data_dir), also in the programs it starts."""
+    if "XDG_DATA_HOME" in os.environ:
+        yield
+        return
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    try:
+        yield
+    finally:
+        os.environ.pop("XDG_DATA_HOME", None)
+
+
 # Shared by the fused-pipeline tests (a test module that needs other ones defines its own).
 @pytest.fixture(scope="module")
 def system():
