@@ -45,6 +45,7 @@ from karukan_engine.session import Session  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
 
 from model_shape_bench import SENTENCES, WARM_UP  # noqa: E402
+from private_user_data import private_user_data  # noqa: E402
 from session_bench import percentile  # noqa: E402
 
 
@@ -210,8 +211,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from private_user_data import private_user_data
-
     with private_user_data():   # the user's learning is neither read nor written
         sys.exit(main())

@@ -248,7 +248,7 @@ def commit_latency(timings: dict) -> list[float]:
     if not timings["keys"]:
         return []
     sent = timings["keys"][-1][1]
-    after = [t for _text, t in timings.get("texts", []) if t >= sent]
+    after = [t for _text, t in timings["texts"] if t >= sent]
     return [(after[0] - sent) * 1000] if after else []
 
 

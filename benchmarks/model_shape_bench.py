@@ -54,6 +54,7 @@ from karukan_engine.session import Session  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
 
 from busy_cores import busy_cores  # noqa: E402
+from private_user_data import private_user_data  # noqa: E402
 from karukan_engine.neural.threads import decodes_by_threads  # noqa: E402
 from session_bench import KEY_PATH_CONFIG, SENTENCES as SESSION_SENTENCES, percentile  # noqa: E402
 
@@ -233,8 +234,5 @@ def report(path: str, model, acceptance: float | None, rows, out: list, breakdow
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from private_user_data import private_user_data
-
     with private_user_data():   # the user's learning is neither read nor written
         sys.exit(main())

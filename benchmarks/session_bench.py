@@ -29,12 +29,14 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from private_user_data import private_user_data  # noqa: E402
 
 from karukan_engine.config import Config, SuggestSettings  # noqa: E402
 from karukan_engine.conversion.plain import PlainConverter  # noqa: E402
@@ -108,8 +110,7 @@ def fused_converter(model_id: str | None = None, fixed_tokens: int | None = None
 
 
 def main() -> int:
-    with tempfile.TemporaryDirectory() as data_home:
-        os.environ["XDG_DATA_HOME"] = data_home   # a fresh learning history (user_files.data_dir)
+    with private_user_data():   # a fresh learning history (user_files.data_dir)
         return run()
 
 

@@ -337,12 +337,11 @@ def main() -> int:
                 # Each pass starts from empty memos: a greedy output remembered from an earlier
                 # pass would answer without a decode, and so without a draft.
                 replay = partial(_fresh_pass, replay, slots, factory)
-            if oracle is not None and (sessions, mode) not in oracle_filled:
-                oracle.acceptance = None          # the untimed pass that notes the prompts
-                replay()
-                oracle.fill(model, args.fixed_tokens)
-                oracle_filled.add((sessions, mode))
-            if oracle is not None:
+                if (sessions, mode) not in oracle_filled:
+                    oracle.acceptance = None          # the untimed pass that notes the prompts
+                    replay()
+                    oracle.fill(model, args.fixed_tokens)
+                    oracle_filled.add((sessions, mode))
                 oracle.acceptance, oracle.served, oracle.missing = acceptance, 0, 0
             with busy_cores(args.busy):
                 r = replay()

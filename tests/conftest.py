@@ -15,31 +15,28 @@ settings.register_profile("karukan", deadline=None,
 settings.load_profile("karukan")
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _private_cache_dir(tmp_path_factory):
-    # Tests that set their own XDG_CACHE_HOME (or HOME, for the end-to-end runs) keep theirs.
-    if "XDG_CACHE_HOME" in os.environ:
+def _private_xdg_dir(variable: str, tmp_path_factory):
+    # Tests that set their own (or HOME, for the end-to-end runs) keep theirs.
+    if variable in os.environ:
         yield
         return
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    os.environ[variable] = str(tmp_path_factory.mktemp(variable.lower()))
     try:
         yield
     finally:
-        os.environ.pop("XDG_CACHE_HOME", None)
+        os.environ.pop(variable, None)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory):
+    yield from _private_xdg_dir("XDG_CACHE_HOME", tmp_path_factory)
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_data_dir(tmp_path_factory):
     """The suite never reads or writes the developer's own learning history, user dictionary or
     rewriter choices (user_files.data_dir), also in the programs it starts."""
-    if "XDG_DATA_HOME" in os.environ:
-        yield
-        return
-    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
-    try:
-        yield
-    finally:
-        os.environ.pop("XDG_DATA_HOME", None)
+    yield from _private_xdg_dir("XDG_DATA_HOME", tmp_path_factory)
 
 
 # Shared by the fused-pipeline tests (a test module that needs other ones defines its own).
