@@ -32,6 +32,10 @@ class Lru(Generic[K, V]):
         self._entries.move_to_end(key)
         return value
 
+    def peek(self, key: K, default=None):
+        """The value of `key`, or `default` when absent (recency unchanged)."""
+        return self._entries.get(key, default)
+
     def put(self, key: K, value: V) -> None:
         """Store `value` as the most recent entry, dropping the least recent beyond capacity."""
         self._entries[key] = value

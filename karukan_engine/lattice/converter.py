@@ -55,10 +55,11 @@ from karukan_engine.lattice.variants import load_symbols, number_variants, symbo
 from karukan_engine.lattice.word_lm import (
     MAX_CONTEXT_WORD,
     LoadedWordScorer,
+    SearchTerms,
     WordLmWeights,
     WordScorer,
     path_rescorer,
-    space_terms,
+    search_terms,
 )
 from karukan_engine.transliteration import Form, script_variants
 
@@ -75,11 +76,16 @@ ANALYSIS_CACHE_SIZE = 4
 
 
 class _Analysis:
-    """One reading's lattice and its unconstrained search (cached between calls)."""
+    """One reading's lattice and its unconstrained search (cached between calls); the word
+    n-gram's terms and the dictionary-only search too, for the analysis of a reading that
+    continues this one (typing: LatticeBuilder.extend)."""
 
-    def __init__(self, lattice: Lattice, space: SearchSpace, cuts: list[int], ranked: list[ScoredPath]) -> None:
+    def __init__(self, lattice: Lattice, space: SearchSpace, cuts: list[int], ranked: list[ScoredPath],
+                 terms: SearchTerms | None, plain: SearchSpace | None) -> None:
         self.lattice = lattice
         self.space = space
+        self.terms = terms
+        self.plain = plain   # the search on the dictionary's costs alone, when it was needed
         self.cuts = cuts
         self.ranked = ranked   # the distinct paths the language model judged, best first
         self.path = list(ranked[0].nodes) if ranked else []
@@ -112,6 +118,9 @@ class LatticeConverter:
         self.symbols = load_symbols(dictionary.directory / "symbols.tsv")
         self.context = ContextAnalyzer(dictionary)
         self.use_context = True   # the first word connects to the end of request.left_context
+        # a reading that continues a cached one is analysed from it (False: always from scratch,
+        # for benchmarks: the results are the same)
+        self.incremental = True
         self.preparation: threading.Thread | None = None   # prepare_in_background's thread
         self._lock = threading.Lock()
         self._cache: Lru[tuple, _Analysis] = Lru(ANALYSIS_CACHE_SIZE)
@@ -174,31 +183,46 @@ class LatticeConverter:
             words, lm_weights = None, self.lm_weights
         lm_context = request.left_context[-lm_weights.context_chars:] if scorer is not None else None
         word_context = request.left_context[-MAX_CONTEXT_WORD:] if words is not None else None
-        key = (request.reading, tuple(cuts), start, context_key(request.left_context), self._versions(),
-               lm_context, word_context)
+        # everything but the reading: an analysis with the same rest is the base of a longer reading's
+        rest = (tuple(cuts), start, context_key(request.left_context), self._versions(), lm_context, word_context,
+                lm_weights, self.word_weights)
+        key = (request.reading, *rest)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
                 return found
-        lattice = self.builder.build(request.reading, cuts)
-        space = SearchSpace(lattice, self.dictionary, 0, len(request.reading), bos_choices=start,
-                            **space_terms(words, lattice, request.left_context, self.word_weights))
-        ranked = ranked_paths(lattice, space, scorer, request.left_context, lm_weights,
-                              path_rescorer(words, lattice, request.left_context, self.word_weights))
+            base = self._base_of(request.reading, rest) if self.incremental else None
+        reading, context = request.reading, request.left_context
+        lattice = self.builder.extend(base.lattice, reading) if base is not None else None
+        if lattice is None:
+            base = None
+            lattice = self.builder.build(reading, cuts)
+        terms = (search_terms(words, lattice, 0, len(reading), context, self.word_weights,
+                              base.terms if base is not None else None) if words is not None else None)
+        space = SearchSpace(lattice, self.dictionary, 0, len(reading), bos_choices=start,
+                            base=base.space if base is not None else None,
+                            **(terms.space_args() if terms is not None else {}))
+        ranked = ranked_paths(lattice, space, scorer, context, lm_weights,
+                              path_rescorer(words, lattice, context, self.word_weights))
+        plain = None
         if words is not None and len(ranked) > 1:
-            ranked = keep_dictionary_choice(ranked, self._dictionary_choice(lattice, start),
-                                            self.word_weights.dictionary_margin)
-        analysis = _Analysis(lattice, space, cuts, ranked)
+            plain = SearchSpace(lattice, self.dictionary, 0, len(reading), bos_choices=start,
+                                base=base.plain if base is not None else None)
+            ranked = keep_dictionary_choice(ranked, _first_surface(lattice, plain), self.word_weights.dictionary_margin)
+        analysis = _Analysis(lattice, space, cuts, ranked, terms, plain)
         with self._lock:
             self._cache.put(key, analysis)
         return analysis
 
-    def _dictionary_choice(self, lattice: Lattice, start) -> str:
-        """The surface the dictionary's costs alone put first (no language model's terms)."""
-        space = SearchSpace(lattice, self.dictionary, 0, len(lattice.reading), bos_choices=start)
-        for _, nodes in space.paths(MAX_EXPANSIONS, distinct=True):
-            return "".join(lattice.surface(node) for node in nodes)
-        return ""
+    def _base_of(self, reading: str, rest: tuple) -> _Analysis | None:
+        """The cached analysis of the longest reading `reading` continues, with the same rest of
+        the key (the previous key's, while typing), or None."""
+        best = None
+        for key in self._cache:
+            if key[1:] == rest and len(key[0]) < len(reading) and reading.startswith(key[0]):
+                if best is None or len(key[0]) > len(best[0]):
+                    best = key
+        return self._cache.peek(best) if best is not None else None
 
     # -- Converter protocol --------------------------------------------------------------------
     def live(self, request: ConversionRequest) -> str:
@@ -402,6 +426,14 @@ class LatticeConverter:
             shown = next((c for c in listed if c.surface == form.surface), None)
             listed = bring_forward(listed, shown, place)
         return listed
+
+
+def _first_surface(lattice: Lattice, space: SearchSpace) -> str:
+    """The surface a search puts first (the dictionary's own choice, for a search without the
+    language models' terms)."""
+    for _, nodes in space.paths(MAX_EXPANSIONS, distinct=True):
+        return "".join(lattice.surface(node) for node in nodes)
+    return ""
 
 
 def _source_of(lattice: Lattice, nodes: Sequence[int]) -> Source:

@@ -24,6 +24,7 @@ PASS_THROUGH_CHAR_COST = 6000
 MAX_ENTRIES_PER_READING = 120
 # No dictionary reading is this long; bounding the prefix search keeps a build linear in the reading.
 MAX_WORD_CHARS = 256
+BOS, EOS = 0, 1
 
 
 @dataclass(frozen=True)
@@ -39,9 +40,10 @@ class ExtraWord:
 
 
 class WordSource(Protocol):
-    """Words to add to the lattice for a reading that starts at some position."""
+    """Words to add to the lattice for a reading that starts at some position (those ending at
+    min_end or after; others may come too)."""
 
-    def words_at(self, text: str, start: int) -> Iterable[ExtraWord]: ...
+    def words_at(self, text: str, start: int, min_end: int = 0) -> Iterable[ExtraWord]: ...
 
 
 def char_class(ch: str) -> str:
@@ -56,7 +58,8 @@ def char_class(ch: str) -> str:
 
 @dataclass
 class Lattice:
-    """All candidate words of one reading. Index 0 is BOS, index 1 is EOS."""
+    """All candidate words of one reading. Index 0 is BOS, index 1 is EOS; the words follow in
+    order of their end (LatticeBuilder.extend relies on it)."""
 
     reading: str
     start: np.ndarray
@@ -71,6 +74,7 @@ class Lattice:
     _decode: Callable[[str, int], str] = field(repr=False, default=lambda r, i: r)
     # system dictionary entry of each node, -1 for the others (the word LM's ids are per entry)
     entry: np.ndarray | None = field(repr=False, default=None)
+    cuts: tuple[int, ...] = ()   # positions no word crosses
 
     def __len__(self) -> int:
         return int(self.start.size)
@@ -101,12 +105,32 @@ class LatticeBuilder:
 
     def build(self, reading: str, cuts: Iterable[int] = ()) -> Lattice:
         """cuts: positions no word may cross (boundaries the user fixed)."""
+        cuts = tuple(sorted({c for c in cuts if 0 < c < len(reading)}))
+        return self._assemble(reading, cuts, None, 0)
+
+    def extend(self, base: Lattice, reading: str) -> Lattice | None:
+        """The lattice of `reading`, which continues base's reading, from base's nodes and the
+        new words ending past it: node for node what build(reading) gives (the nodes are
+        ordered by end, so base's come first unchanged). None when base cannot be extended:
+        it has cuts, or a digit/Latin run goes on across the join (its pass-through node
+        grows)."""
+        old = len(base.reading)
+        if base.cuts or old == 0 or len(reading) <= old or not reading.startswith(base.reading):
+            return None
+        joined = char_class(reading[old - 1])
+        if joined in ("digit", "alpha") and char_class(reading[old]) == joined:
+            return None
+        return self._assemble(reading, (), base, old)
+
+    def _assemble(self, reading: str, cuts: tuple[int, ...], base: Lattice | None, old: int) -> Lattice:
+        """Nodes ending past `old` (all of them without a base), after base's."""
         d = self.dictionary
         n = len(reading)
         limit = _next_cut_table(n, cuts)
         # Dictionary words as runs of entries (position, end, first entry, count), gathered with
-        # one vectorised index at the end; other nodes one by one. Nodes come out ordered by
-        # position: BOS, EOS, then at each position its dictionary words, extra words, fallbacks.
+        # one vectorised index at the end; other nodes one by one. In generation order each
+        # position has its dictionary words, extra words, fallbacks; the nodes are then put in
+        # order of end (stable), so a longer reading's lattice starts with a shorter one's.
         run_start: list[int] = []
         run_end: list[int] = []
         run_first: list[int] = []
@@ -120,24 +144,27 @@ class LatticeBuilder:
                 span = d.key_range(word)
                 if span is None:
                     continue
-                a, b = span
                 j = i + len(word)
+                covered.add(j)
+                if j <= old:   # base has it
+                    continue
+                a, b = span
                 run_start.append(i)
                 run_end.append(j)
                 run_first.append(a)
                 run_count.append(min(b - a, MAX_ENTRIES_PER_READING))
-                covered.add(j)
             for source in self.sources:
-                for extra in source.words_at(reading, i):
+                for extra in source.words_at(reading, i, old + 1):
                     j = i + len(extra.reading)
-                    if j <= limit[i]:
+                    if old < j <= limit[i]:
                         extra_rows.append((i, j, extra.lid, extra.rid, extra.cost))
                         extra_surfaces.append(extra.surface)
                         extra_sources.append(extra.source)
             for j, surface, pos, cost in self._fallbacks(reading, i, limit[i], covered):
-                extra_rows.append((i, j, pos, pos, cost))
-                extra_surfaces.append(surface)
-                extra_sources.append("fallback")
+                if j > old:
+                    extra_rows.append((i, j, pos, pos, cost))
+                    extra_surfaces.append(surface)
+                    extra_sources.append("fallback")
 
         counts = np.array(run_count, dtype=np.int64)
         run_offsets = np.cumsum(counts) - counts
@@ -145,31 +172,45 @@ class LatticeBuilder:
         entries = np.arange(int(counts.sum())) + np.repeat(np.array(run_first, dtype=np.int64) - run_offsets,
                                                            counts)
         extra = np.array(extra_rows, dtype=np.int64).reshape(-1, 5)
-        # stable sort by position: each position's dictionary words stay before its other nodes
-        order = np.argsort(np.concatenate([np.repeat(np.array(run_start, dtype=np.int64), counts),
-                                           extra[:, 0]]), kind="stable")
+        starts = np.concatenate([np.repeat(np.array(run_start, dtype=np.int64), counts), extra[:, 0]])
+        ends = np.concatenate([np.repeat(np.array(run_end, dtype=np.int64), counts), extra[:, 1]])
+        # by end, then start; at the same span dictionary words before the others (stable)
+        order = np.lexsort((starts, ends))
+        first = 2 if base is None else len(base)
 
-        def column(bos_eos: tuple[int, int], words: np.ndarray, others: np.ndarray, dtype) -> np.ndarray:
-            return np.concatenate([np.array(bos_eos, dtype=dtype),
-                                   np.concatenate([words.astype(dtype), others.astype(dtype)])[order]])
+        def column(name: str, words: np.ndarray, others: np.ndarray, dtype, bos_eos=(0, 0)) -> np.ndarray:
+            before = np.array(bos_eos, dtype=dtype) if base is None else getattr(base, name).astype(dtype, copy=False)
+            return np.concatenate([before, np.concatenate([words.astype(dtype), others.astype(dtype)])[order]])
 
         no_surface = np.zeros(len(extra_rows), dtype=np.int32)   # extras keep their text aside
         # node number of every extra node after sorting, to key its surface and source
         position_of = np.empty(order.size, dtype=np.int64)
-        position_of[order] = np.arange(order.size) + 2
+        position_of[order] = np.arange(order.size) + first
         extra_nodes = position_of[entries.size:].tolist()
+        if base is None:
+            surfaces = {0: "", 1: ""}
+            sources = {0: "bos", 1: "eos"}
+        else:   # base's decoded surfaces stay valid: its nodes keep their numbers
+            surfaces = dict(base._extra_surfaces)
+            sources = dict(base._extra_sources)
+        surfaces.update(zip(extra_nodes, extra_surfaces))
+        sources.update(zip(extra_nodes, extra_sources))
+        start = column("start", np.repeat(np.array(run_start, dtype=np.int32), counts), extra[:, 0], np.int32)
+        end = column("end", np.repeat(np.array(run_end, dtype=np.int32), counts), extra[:, 1], np.int32)
+        start[EOS] = end[EOS] = n
         return Lattice(
             reading=reading,
-            start=column((0, n), np.repeat(np.array(run_start, dtype=np.int32), counts), extra[:, 0], np.int32),
-            end=column((0, n), np.repeat(np.array(run_end, dtype=np.int32), counts), extra[:, 1], np.int32),
-            lid=column((0, 0), d.lid[entries], extra[:, 2], np.int32),
-            rid=column((0, 0), d.rid[entries], extra[:, 3], np.int32),
-            cost=column((0, 0), d.cost[entries], extra[:, 4], np.int64),
-            surface_id=column((0, 0), d.surface_ids[entries], no_surface, np.int32),
-            _extra_surfaces={0: "", 1: "", **dict(zip(extra_nodes, extra_surfaces))},
-            _extra_sources={0: "bos", 1: "eos", **dict(zip(extra_nodes, extra_sources))},
+            start=start,
+            end=end,
+            lid=column("lid", d.lid[entries], extra[:, 2], np.int32),
+            rid=column("rid", d.rid[entries], extra[:, 3], np.int32),
+            cost=column("cost", d.cost[entries], extra[:, 4], np.int64),
+            surface_id=column("surface_id", d.surface_ids[entries], no_surface, np.int32),
+            _extra_surfaces=surfaces,
+            _extra_sources=sources,
             _decode=d.surface,
-            entry=column((-1, -1), entries, np.full(len(extra_rows), -1), np.int64),
+            entry=column("entry", entries, np.full(len(extra_rows), -1), np.int64, (-1, -1)),
+            cuts=cuts,
         )
 
     def _fallbacks(self, reading: str, i: int, limit: int, covered: set[int]):

@@ -13,16 +13,15 @@ bonus (never positive) on the transition between them, so the search stays exact
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Iterator
 
 import numpy as np
 
 from karukan_engine.dictionary.system import SystemDictionary
-from karukan_engine.lattice.lattice import Lattice
+from karukan_engine.lattice.lattice import BOS, EOS, Lattice
 
 INF = 1 << 50
-BOS, EOS = 0, 1
 _BOS_ONLY = np.array([BOS])
 _ZERO = np.zeros(1, dtype=np.int64)
 
@@ -42,12 +41,17 @@ class SearchSpace:
     # the word LM's terms: a cost added to each node, and (prev, cur, bonus <= 0) transitions
     extra_cost: np.ndarray | None = None
     pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    # the same search (0 to its end, same left neighbours and kind of terms) over a lattice this
+    # one extends (LatticeBuilder.extend): its nodes keep their forward costs and their sorted
+    # predecessors, so only the new nodes and the end are searched again. Not kept (a typing
+    # chain of spaces would stay alive).
+    base: InitVar[SearchSpace | None] = None
     alpha: np.ndarray = field(init=False)        # best cost from the start through each node
     _preds: dict = field(init=False, default_factory=dict)
     _pred_by_node: dict = field(init=False, default_factory=dict)
     _arrivals: dict = field(init=False, default_factory=dict)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, base: SearchSpace | None) -> None:
         lat = self.lattice
         self.start = lat.start.copy()
         self.end = lat.end.copy()
@@ -72,7 +76,14 @@ class SearchSpace:
         self._bos_costs = np.array([c for _, c in choices], dtype=np.int64)
         self._index()
         self._index_pairs()
-        self._forward()
+        self._forward(base)
+        if base is not None:
+            # what arrives at a position up to base's end is base's nodes, costs unchanged; only
+            # the end's own predecessors differ
+            self._arrivals = dict(base._arrivals)
+            self._preds = {key: found for key, found in base._preds.items() if not key[2]}
+            self._pred_by_node = dict(base._pred_by_node)
+            self._pred_by_node.pop(EOS, None)
 
     def _from_start(self, lids: np.ndarray) -> np.ndarray:
         """Cost of entering each lid from the start: the best of the possible left neighbours."""
@@ -149,15 +160,24 @@ class SearchSpace:
         i = position - self.lo
         return self._by_end[self._end_bounds[i]:self._end_bounds[i + 1]]
 
-    def _forward(self) -> None:
+    def _forward(self, base: SearchSpace | None) -> None:
         alpha = self.alpha = np.full(len(self.lattice), INF, dtype=np.int64)
+        positions = range(self.hi - self.lo + 1)
+        if base is not None:
+            # a node's forward cost depends only on the nodes before it: those of the shorter
+            # reading keep theirs; the positions where new nodes start are searched again
+            known = base.alpha
+            alpha[:known.size] = known
+            fresh = self.members[self.members >= known.size]
+            positions = [*np.unique(self.start[fresh] - self.lo).tolist(), self.hi - self.lo]
         alpha[BOS] = 0
+        alpha[EOS] = INF
         matrix = self.dictionary.matrix
         segmenter = self.dictionary.segmenter if self.inside_segment else None
         start_bounds, start_groups = self._start_bounds, self._start_group_bounds
         end_bounds, end_groups = self._end_bounds, self._end_group_bounds
         eos = np.array([EOS])
-        for i in range(self.hi - self.lo + 1):
+        for i in positions:
             if i == self.hi - self.lo:
                 nodes, ulid, inverse, cost = eos, self.lid[eos], _ZERO, self.cost[eos]
             else:

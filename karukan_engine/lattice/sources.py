@@ -141,13 +141,14 @@ class UserWordSource:
                 found.append(ExtraWord(reading, surface, pos, pos, self._cost(reading, pos), Source.USER))
         return tuple(found)
 
-    def words_at(self, text: str, start: int) -> Iterator[ExtraWord]:
+    def words_at(self, text: str, start: int, min_end: int = 0) -> Iterator[ExtraWord]:
         self._refresh()
         rest = len(text) - start
         for length in self._lengths:
             if length > rest:
                 return
-            yield from self.lookup(text[start:start + length])
+            if start + length >= min_end:
+                yield from self.lookup(text[start:start + length])
 
 
 class LearnedWordSource:
@@ -195,11 +196,11 @@ class LearnedWordSource:
         self._words[key] = ((0, len(reading), noun, noun, surface),)
         return noun, noun, USER_WORD_COST if best_inner is None else max(0, best_inner - LEARNED_BONUS)
 
-    def words_at(self, text: str, start: int) -> Iterator[ExtraWord]:
+    def words_at(self, text: str, start: int, min_end: int = 0) -> Iterator[ExtraWord]:
         if self._longest[0] != self.store.version:
             self._longest = (self.store.version, self.store.max_reading_length)
         longest = self._longest[1]
-        for end in range(start + 1, min(len(text), start + longest) + 1):
+        for end in range(max(start + 1, min_end), min(len(text), start + longest) + 1):
             reading = text[start:end]
             for rank, surface in enumerate(self.store.lookup(reading)):   # last used first
                 lid, rid, cost = self._shape(reading, surface)

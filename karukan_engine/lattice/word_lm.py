@@ -87,12 +87,16 @@ class WordScorer:
             out[hits[out[hits] == UNK]] = word_id
         return out
 
-    def node_words(self, lattice: Lattice) -> np.ndarray:
-        """Word id of each lattice node (UNK where unknown; BOS/EOS nodes UNK too)."""
+    def node_words(self, lattice: Lattice, known: np.ndarray | None = None) -> np.ndarray:
+        """Word id of each lattice node (UNK where unknown; BOS/EOS nodes UNK too). known: the
+        ids of the first nodes, from the lattice this one extends."""
         entry = lattice.entry
         words = np.where(entry >= 0, self.entry_word[np.maximum(entry, 0)], UNK).astype(np.int64)
-        for node in np.flatnonzero(entry < 0)[2:].tolist():   # user, learned and fallback words
+        first = 2 if known is None else known.size
+        for node in (np.flatnonzero(entry[first:] < 0) + first).tolist():   # user, learned and fallback words
             words[node] = self.model.word_id(lattice.surface(node), to_hiragana(lattice.node_reading(node)))
+        if known is not None:
+            words[:first] = known
         words[[BOS, EOS]] = UNK
         return words
 
@@ -110,11 +114,28 @@ class WordScorer:
         return UNK
 
 
+@dataclass(frozen=True)
+class SearchTerms:
+    """SearchSpace's extra_cost and pairs (prev, cur, bonus) for a span of a lattice, with each
+    node's word id and how many of the pairs (the last ones) go into the end, so the terms of
+    a lattice that extends this one reuse them."""
+
+    words: np.ndarray
+    extra_cost: np.ndarray
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray]
+    into_end: int
+
+    def space_args(self) -> dict:
+        return {"extra_cost": self.extra_cost, "pairs": self.pairs}
+
+
 def search_terms(scorer: WordScorer, lattice: Lattice, lo: int, hi: int, context: str,
-                 weights: WordLmWeights) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """SearchSpace's extra_cost and pairs for the span [lo, hi) of a lattice."""
+                 weights: WordLmWeights, base: SearchTerms | None = None) -> SearchTerms:
+    """The word n-gram's terms for the span [lo, hi) of a lattice. base: the terms of the same
+    search over the lattice this one extends (LatticeBuilder.extend, lo = 0): only the pairs
+    into the new nodes and the end are looked up."""
     model, scale = scorer.model, weights.weight
-    words = scorer.node_words(lattice)
+    words = scorer.node_words(lattice, None if base is None else base.words)
     known = words != UNK
     uni = -model.unigram_logp[words].astype(np.float64)
     backoff = -model.unigram_backoff[words].astype(np.float64)
@@ -142,7 +163,9 @@ def search_terms(scorer: WordScorer, lattice: Lattice, lo: int, hi: int, context
         prev_backoff = np.concatenate(([first_backoff], prev_backoff))
     order = np.lexsort((prev_words, prev_pos))
     prev, prev_pos, prev_words, prev_backoff = prev[order], prev_pos[order], prev_words[order], prev_backoff[order]
-    cur = members[np.lexsort((words[members], start[members]))]
+    # a transition into an old node joins old nodes: base has it
+    right = members if base is None else members[members >= base.words.size]
+    cur = right[np.lexsort((words[right], start[right]))]
     cur_pos, cur_words = start[cur].astype(np.int64), words[cur]
     p_first, p_size = _groups(prev_pos, prev_words)
     c_first, c_size = _groups(cur_pos, cur_words)
@@ -158,13 +181,16 @@ def search_terms(scorer: WordScorer, lattice: Lattice, lo: int, hi: int, context
     keep = delta < 0
     # the reading need not end a sentence: the last word's backoff is given back
     last = members[end[members] == hi]
+    extra = np.rint(scale * nats).astype(np.int64)
     prev_all = [prev[x[keep]], last]
     cur_all = [cur[y[keep]], np.full(last.size, EOS)]
-    bonus_all = [delta[keep], np.minimum(-backoff[last], 0.0)]
-    extra = np.rint(scale * nats).astype(np.int64)
-    pairs = (np.concatenate(prev_all).astype(np.int64), np.concatenate(cur_all).astype(np.int64),
-             np.minimum(np.rint(scale * np.concatenate(bonus_all)), 0).astype(np.int64))
-    return extra, pairs
+    bonus_all = [np.minimum(np.rint(scale * delta[keep]), 0), np.minimum(np.rint(scale * np.minimum(-backoff[last], 0.0)), 0)]
+    if base is not None:
+        inner = base.pairs[0].size - base.into_end
+        for kept, old in zip((prev_all, cur_all, bonus_all), base.pairs):
+            kept.insert(0, old[:inner])
+    pairs = tuple(np.concatenate(part).astype(np.int64) for part in (prev_all, cur_all, bonus_all))
+    return SearchTerms(words, extra, pairs, int(last.size))
 
 
 def _groups(positions: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -227,14 +253,6 @@ def path_rescorer(scorer: WordScorer | None, lattice: Lattice, context: str, wei
         return [scale * v for v in trigram_nats(scorer, [path_words(scorer, lattice, p) for p in paths], first)]
 
     return rescore
-
-
-def space_terms(scorer: WordScorer | None, lattice: Lattice, context: str, weights: WordLmWeights) -> dict:
-    """SearchSpace keyword arguments for a whole reading ({} without a scorer or weight)."""
-    if scorer is None or weights.weight <= 0:
-        return {}
-    extra, pairs = search_terms(scorer, lattice, 0, len(lattice.reading), context, weights)
-    return {"extra_cost": extra, "pairs": pairs}
 
 
 class LoadedWordScorer:

@@ -84,6 +84,9 @@ def test_membership_and_listing_leave_the_recency_alone():
     assert "a" in lru and list(lru) == ["a", "b"]
     lru.put("c", 3)                                  # a was not touched: it goes first
     assert lru.keys() == ["b", "c"]
+    assert lru.peek("b") == 2 and lru.peek("a", "gone") == "gone"
+    lru.put("d", 4)                                  # peeking left b the least recent
+    assert lru.keys() == ["c", "d"]
 
 
 def test_a_negative_capacity_is_refused():

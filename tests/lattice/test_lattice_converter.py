@@ -149,6 +149,9 @@ def test_the_reading_and_its_cut_lattices_are_both_kept(converter, monkeypatch):
     real = converter.builder.build
     monkeypatch.setattr(converter.builder, "build", lambda reading, cuts: built.append((reading, tuple(cuts)))
                         or real(reading, cuts))
+    extend = converter.builder.extend   # a reading that continues a cached one is built from it
+    monkeypatch.setattr(converter.builder, "extend", lambda base, reading: built.append((reading, ()))
+                        or extend(base, reading))
     whole, cut = ConversionRequest("きょうはいいてんきですね"), ConversionRequest("きょうはいいてんきですね", fixed_lengths=(3,))
     expected = [converter.convert(whole), converter.convert(cut)]
     assert [converter.convert(whole), converter.convert(cut)] == expected and len(built) == 2   # as a fused Space asks

@@ -79,7 +79,8 @@ def test_terms_only_lower_transitions_and_the_best_path_is_the_cheapest(system, 
     weights = WordLmWeights(weight=weight, unknown=unknown)
     converter = LatticeConverter(system, None, None, word_lm=lambda: scorer, word_weights=weights)
     analysis = converter._analyse(ConversionRequest(reading, left_context=context))
-    extra, (prev, cur, bonus) = search_terms(scorer, analysis.lattice, 0, len(reading), context, weights)
+    terms = search_terms(scorer, analysis.lattice, 0, len(reading), context, weights)
+    extra, (prev, cur, bonus) = terms.extra_cost, terms.pairs
     assert np.all(bonus <= 0) and np.all(extra >= 0)
     space = analysis.space
     best = space.best_path()
