@@ -79,9 +79,10 @@ class SearchSpace:
         self._forward(base)
         if base is not None:
             # what arrives at a position up to base's end is base's nodes, costs unchanged; only
-            # the end's own predecessors differ
+            # the end's own predecessors differ. Copied first (dict() is one step under the
+            # GIL): another thread may be reading base's paths and filling its caches.
             self._arrivals = dict(base._arrivals)
-            self._preds = {key: found for key, found in base._preds.items() if not key[2]}
+            self._preds = {key: found for key, found in dict(base._preds).items() if not key[2]}
             self._pred_by_node = dict(base._pred_by_node)
             self._pred_by_node.pop(EOS, None)
 
