@@ -202,6 +202,28 @@ def test_convert_segments_spell_the_best_candidate(fused):
         assert "".join(s.best.surface for s in segments) == best
 
 
+def test_the_dictionarys_own_best_keeps_its_segments_and_the_models_text_is_cut_again(fused, base, monkeypatch):
+    from karukan_engine.core.types import Candidate, Source
+
+    analysed = []
+    real = base._analyse
+    monkeypatch.setattr(base, "_analyse", lambda request: analysed.append(request.fixed_lengths) or real(request))
+    reading = READINGS[1]
+    own = base.convert(req(reading))
+    best = Candidate("".join(s.best.surface for s in own), source=Source.DICTIONARY)
+    analysed.clear()
+    segments = fused.space.splitter.segments_for(req(reading), best)
+    # live conversion's segmentation and lists, from the cached analysis: no search with cuts
+    assert [(s.reading, s.best.surface) for s in segments] == [(s.reading, s.best.surface) for s in own]
+    assert [list(s.candidates) for s in segments] == [list(s.candidates) for s in own]
+    assert analysed == [()]
+    # a text the dictionary did not put first: aligned, and the reading searched with its cuts
+    other = next(c for c in base.candidates(req(reading), 9) if c.surface != best.surface and c.source != "variant")
+    segments = fused.space.splitter.segments_for(req(reading), other)
+    assert "".join(s.best.surface for s in segments) == other.surface
+    assert any(fixed for fixed in analysed)
+
+
 def test_segments_offer_the_other_candidates_cut_at_the_same_place(fused):
     from karukan_engine.conversion.fused.space_segments import surface_offsets
 
