@@ -11,6 +11,14 @@ written (the bench commits every sentence it types).
     python benchmarks/session_bench.py                 # table on stdout
     python benchmarks/session_bench.py --json out.json --repeats 20
     python benchmarks/session_bench.py --model work_data/mimic/jinen-v2-xsmall --fixed-tokens 12 --repeats 1
+    python benchmarks/session_bench.py --live-pace-ms 100 --repeats 3   # as the engine runs it
+
+--live-pace-ms P attaches the fused session to a LiveService as the engine does (the model's
+live refinement, suggestions and Space's preparation on its scheduler), types a key every P ms
+and applies the late updates that arrive in between on the session's thread, as the engine's
+context host does; the row "fused+live" times process_key then (suggestions on, the default),
+each sentence typed once (--repeats does not apply: a sentence typed again would come from the
+live cache).
 
 --model runs the fused pipeline on that model (a models.toml id or a GGUF path) instead of the
 default; --fixed-tokens N (random-weight mimics from tools/build_mimic_models.py) makes every
@@ -84,6 +92,55 @@ def measure(converter, repeats: int) -> dict[str, list[float]]:
     return times
 
 
+# Typed before the paced sentences: each of those is typed once, as a user types a new sentence
+# (typed again, its chunks would all come from the live cache).
+WARM_UP = ["watashinonamaehanakanodesu", "densyanookurenitsuite"]
+
+
+def measure_paced(converter, pace_s: float) -> dict[str, list[float]]:
+    """measure(), with the session attached to a LiveService and a key every pace_s seconds;
+    each sentence once, after WARM_UP."""
+    import threading
+
+    from karukan_engine.live.live_service import LiveLink, LiveService
+
+    session = Session(converter, Config())
+    service = LiveService(converter)
+    pending: list = []
+    lock = threading.Lock()
+
+    def arrived(update) -> None:   # a worker thread: hand it to the typing thread
+        with lock:
+            pending.append(update)
+
+    session.attach_live(LiveLink(service, 1, arrived))
+
+    def wait_until(deadline: float) -> None:
+        while True:
+            with lock:
+                updates, pending[:] = list(pending), []
+            for update in updates:
+                session.apply_live_update(update)
+            if time.perf_counter() >= deadline:
+                return
+            time.sleep(0.005)
+
+    times: dict[str, list[float]] = {"typing": [], "convert": [], "commit": []}
+    try:
+        for timed, sentence in [(False, s) for s in WARM_UP] + [(True, s) for s in SENTENCES]:
+            for label, keysym, mods in parse_keys(sentence + "<space><Return>"):
+                start = time.perf_counter()
+                session.process_key(keysym, mods)
+                elapsed = (time.perf_counter() - start) * 1000
+                if timed:
+                    times[{"<space>": "convert", "<Return>": "commit"}.get(label, "typing")].append(elapsed)
+                wait_until(start + pace_s)
+            service.scheduler.idle(30)
+    finally:
+        service.shutdown()
+    return times
+
+
 def dictionary_converter():
     """What `--no-model` converts with: the lattice and its language model (loaded first)."""
     from karukan_engine.conversion.factory import ConverterOptions, build_converter
@@ -121,6 +178,7 @@ def run() -> int:
     parser.add_argument("--no-model", action="store_true", help="skip the fused pipeline")
     parser.add_argument("--model", help="the fused pipeline's model: a models.toml id or GGUF path (default: the default)")
     parser.add_argument("--fixed-tokens", type=int, help="random-weight models: tokens every greedy conversion generates")
+    parser.add_argument("--live-pace-ms", type=float, help="also time the fused session through a LiveService, a key every P ms")
     args = parser.parse_args()
 
     converters = [("plain", PlainConverter())]
@@ -133,9 +191,12 @@ def run() -> int:
     if fused is not None:
         converters.append(("fused", fused))
 
+    runs = [(name, measure(converter, args.repeats)) for name, converter in converters]
+    if fused is not None and args.live_pace_ms:
+        runs.append(("fused+live", measure_paced(fused, args.live_pace_ms / 1000)))
     rows = []
-    for name, converter in converters:
-        for kind, values in measure(converter, args.repeats).items():
+    for name, measured in runs:
+        for kind, values in measured.items():
             rows.append({"converter": name, "kind": kind, "count": len(values),
                          "p50_ms": round(statistics.median(values), 3),
                          "p95_ms": round(percentile(values, 0.95), 3),
@@ -149,7 +210,7 @@ def run() -> int:
     if args.json:
         info = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
                 "load_avg": os.getloadavg(), "repeats": args.repeats, "dictionary_load_ms": round(load_ms, 1),
-                "model": args.model, "fixed_tokens": args.fixed_tokens}
+                "model": args.model, "fixed_tokens": args.fixed_tokens, "live_pace_ms": args.live_pace_ms}
         args.json.write_text(json.dumps({"info": info, "rows": rows}, ensure_ascii=False, indent=2) + "\n",
                              encoding="utf-8")
     return 0

@@ -20,12 +20,17 @@ def test_session_bench_times_every_converter_and_key_kind(tmp_path):
     out = tmp_path / "session.json"
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
     run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "session_bench.py"), "--repeats", "1",
-                          "--json", str(out)], capture_output=True, text=True, timeout=300, env=env)
+                          "--live-pace-ms", "20", "--json", str(out)], capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0, run.stderr
     rows = json.loads(out.read_text())["rows"]
     assert {(r["converter"], r["kind"]) for r in rows} == {
-        (c, k) for c in ("plain", "dictionary", "fused") for k in ("typing", "convert", "commit")}
+        (c, k) for c in ("plain", "dictionary", "fused", "fused+live") for k in ("typing", "convert", "commit")}
     for row in rows:
         assert row["count"] > 0 and 0 <= row["p50_ms"] <= row["p95_ms"] <= row["max_ms"]
+    # through the live service every sentence is typed once: each romaji key, Space and Return
+    live = {r["kind"]: r["count"] for r in rows if r["converter"] == "fused+live"}
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from session_bench import SENTENCES
+    assert live == {"typing": sum(map(len, SENTENCES)), "convert": len(SENTENCES), "commit": len(SENTENCES)}
     # The bench commits every sentence it types: into a history of its own, not the user's.
     assert not (tmp_path / "data" / "karukan" / "learning.json").exists()
