@@ -37,6 +37,7 @@ import os
 import platform
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -74,6 +75,11 @@ def percentile(values: list[float], q: float) -> float:
 KEY_PATH_CONFIG = Config(suggest=SuggestSettings(enabled=False))
 
 
+def key_kind(label: str) -> str:
+    """The row a key's time goes to: Space converts, Return commits, the rest types."""
+    return {"<space>": "convert", "<Return>": "commit"}.get(label, "typing")
+
+
 def measure(converter, repeats: int) -> dict[str, list[float]]:
     session = Session(converter, KEY_PATH_CONFIG)
     times: dict[str, list[float]] = {"typing": [], "convert": [], "commit": []}
@@ -87,8 +93,7 @@ def measure(converter, repeats: int) -> dict[str, list[float]]:
                 start = time.perf_counter()
                 session.process_key(keysym, mods)
                 elapsed = (time.perf_counter() - start) * 1000
-                kind = {"<space>": "convert", "<Return>": "commit"}.get(label, "typing")
-                times[kind].append(elapsed)
+                times[key_kind(label)].append(elapsed)
     return times
 
 
@@ -100,8 +105,6 @@ WARM_UP = ["watashinonamaehanakanodesu", "densyanookurenitsuite"]
 def measure_paced(converter, pace_s: float) -> dict[str, list[float]]:
     """measure(), with the session attached to a LiveService and a key every pace_s seconds;
     each sentence once, after WARM_UP."""
-    import threading
-
     from karukan_engine.live.live_service import LiveLink, LiveService
 
     session = Session(converter, Config())
@@ -133,7 +136,7 @@ def measure_paced(converter, pace_s: float) -> dict[str, list[float]]:
                 session.process_key(keysym, mods)
                 elapsed = (time.perf_counter() - start) * 1000
                 if timed:
-                    times[{"<space>": "convert", "<Return>": "commit"}.get(label, "typing")].append(elapsed)
+                    times[key_kind(label)].append(elapsed)
                 wait_until(start + pace_s)
             service.scheduler.idle(30)
     finally:

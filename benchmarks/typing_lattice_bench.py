@@ -31,28 +31,17 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from private_user_data import private_user_data  # noqa: E402
+from session_bench import percentile  # noqa: E402
 
 from karukan_engine.core.types import ConversionRequest  # noqa: E402
+from karukan_engine.evaluation.metrics import load_items  # noqa: E402
 
 EVAL = REPO / "karukan_engine" / "data" / "eval" / "mozc_evaluation.tsv"
 BUCKETS = ((1, 5), (6, 10), (11, 20), (21, 40), (41, 10_000))
 
 
 def readings(count: int) -> list[str]:
-    found = []
-    for line in EVAL.read_text(encoding="utf-8").splitlines():
-        reading = line.split("\t")[0]
-        if line.startswith("#") or "\t" not in line or len(reading) < 10:
-            continue
-        found.append(reading)
-        if len(found) >= count:
-            break
-    return found
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+    return [item.reading for item in load_items(EVAL) if len(item.reading) >= 10][:count]
 
 
 def type_reading(converter, reading: str) -> list[tuple[int, float]]:

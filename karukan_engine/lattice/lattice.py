@@ -229,9 +229,9 @@ class LatticeBuilder:
                 yield j, reading[i:j], pos, PASS_THROUGH_COST
 
 
-def _next_cut_table(n: int, cuts: Iterable[int]) -> list[int]:
-    """For each position, the farthest end a word starting there may have."""
-    inner = sorted({c for c in cuts if 0 < c < n})
+def _next_cut_table(n: int, inner: tuple[int, ...]) -> list[int]:
+    """For each position, the farthest end a word starting there may have (inner: the cuts
+    inside the reading, sorted: build() keeps them so on the lattice)."""
     table = []
     k = 0
     for i in range(n):

@@ -184,7 +184,8 @@ def search_terms(scorer: WordScorer, lattice: Lattice, lo: int, hi: int, context
     extra = np.rint(scale * nats).astype(np.int64)
     prev_all = [prev[x[keep]], last]
     cur_all = [cur[y[keep]], np.full(last.size, EOS)]
-    bonus_all = [np.minimum(np.rint(scale * delta[keep]), 0), np.minimum(np.rint(scale * np.minimum(-backoff[last], 0.0)), 0)]
+    # cost units, never positive (base's are already)
+    bonus_all = [np.minimum(np.rint(scale * gain), 0) for gain in (delta[keep], -backoff[last])]
     if base is not None:
         inner = base.pairs[0].size - base.into_end
         for kept, old in zip((prev_all, cur_all, bonus_all), base.pairs):
