@@ -256,7 +256,9 @@ def test_the_engine_holds_the_table_until_the_client_reports_its_cursor(bus_addr
 
 
 def test_the_table_goes_after_the_bound_when_no_report_comes(bus_address, monkeypatch):
-    monkeypatch.setenv("KARUKAN_IBUS_CURSOR_WAIT_MS", "50")
+    # long enough that Space's reply is back before it runs out, on a loaded machine too (at 50 ms
+    # a CI run once saw the table sent before the reply)
+    monkeypatch.setenv("KARUKAN_IBUS_CURSOR_WAIT_MS", "1000")
 
     async def script(key, call, log, tables):
         for ch in "kanji ":
