@@ -10,7 +10,10 @@ both see the same machine; this process's CPU time is timed (fairer than wall-cl
 work loads the machine). Readings: the first --readings of Mozc's evaluation set with at least
 10 kana. Nothing here needs the network or the user's data (a fresh learning history).
 
-    python benchmarks/typing_lattice_bench.py [--readings 60] [--repeats 3] [--json OUT]
+    python benchmarks/typing_lattice_bench.py [--readings 60] [--repeats 3] [--compare topic] [--json OUT]
+
+--compare topic alternates the shipped converter with the same without the topic vectors'
+term (WordLmWeights.topic = 0; lattice/topic_paths.py) instead of incremental / full.
 
 Rows: mode, prefix length bucket, keys, mean / p50 / p95 ms.
 """
@@ -24,6 +27,7 @@ import platform
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,6 +63,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--readings", type=int, default=60)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--compare", choices=("incremental", "topic"), default="incremental")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     with private_user_data():
@@ -66,6 +71,8 @@ def main() -> int:
 
         converter = build_converter(ConverterOptions(use_model=False))
         texts = readings(args.readings)
+        modes = {"incremental": ("incremental", "full"), "topic": ("topic", "no topic")}[args.compare]
+        shipped = converter.word_weights
         times: dict[tuple[str, int], list[float]] = {}
         same = True
         for text in texts[:3]:   # warm-up: lazy tables, the n-grams' first lookups
@@ -73,15 +80,16 @@ def main() -> int:
         for _ in range(args.repeats):
             for text in texts:
                 shown = {}
-                for mode in ("incremental", "full"):
-                    converter.incremental = mode == "incremental"
+                for mode in modes:
+                    converter.incremental = mode != "full"
+                    converter.word_weights = shipped if mode != "no topic" else replace(shipped, topic=0.0)
                     for length, ms in type_reading(converter, text):
                         bucket = next(k for k, (lo, hi) in enumerate(BUCKETS) if lo <= length <= hi)
                         times.setdefault((mode, bucket), []).append(ms)
                         times.setdefault((mode, -1), []).append(ms)
                     shown[mode] = converter.live(ConversionRequest(text))
-                same = same and shown["incremental"] == shown["full"]
-        converter.incremental = True
+                same = same and (args.compare == "topic" or shown["incremental"] == shown["full"])
+        converter.incremental, converter.word_weights = True, shipped
     rows = []
     for (mode, bucket), values in sorted(times.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         label = "all" if bucket < 0 else "%d-%s" % (BUCKETS[bucket][0], BUCKETS[bucket][1] if bucket < len(BUCKETS) - 1 else "")
@@ -90,7 +98,8 @@ def main() -> int:
     print(f"{'mode':<13}{'kana':<8}{'keys':>6}{'mean ms':>10}{'p50 ms':>10}{'p95 ms':>10}")
     for r in rows:
         print(f"{r['mode']:<13}{r['length']:<8}{r['keys']:>6}{r['mean_ms']:>10.3f}{r['p50_ms']:>10.3f}{r['p95_ms']:>10.3f}")
-    print("same final live text in both modes:", same)
+    if args.compare == "incremental":
+        print("same final live text in both modes:", same)
     if args.json:
         info = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
                 "load_avg": os.getloadavg(), "readings": len(texts), "repeats": args.repeats, "same_text": same}

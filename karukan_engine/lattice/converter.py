@@ -51,6 +51,7 @@ from karukan_engine.lattice.search import SearchSpace
 from karukan_engine.lattice.segment_order import split_compositions
 from karukan_engine.lattice.segmenter import fixed_cuts, segment_spans
 from karukan_engine.lattice.sources import LearnedWordSource, UserWordSource
+from karukan_engine.lattice.topic_paths import CONTEXT_CHARS as TOPIC_CONTEXT_CHARS
 from karukan_engine.lattice.variants import load_symbols, number_variants, symbol_variants
 from karukan_engine.lattice.word_lm import (
     MAX_CONTEXT_WORD,
@@ -182,7 +183,7 @@ class LatticeConverter:
             # alone they favour odd paths (アアア for あああ), so the dictionary judges alone
             words, lm_weights = None, self.lm_weights
         lm_context = request.left_context[-lm_weights.context_chars:] if scorer is not None else None
-        word_context = request.left_context[-MAX_CONTEXT_WORD:] if words is not None else None
+        word_context = request.left_context[-self._word_context_chars(words):] if words is not None else None
         # everything but the reading: an analysis with the same rest is the base of a longer reading's
         rest = (tuple(cuts), start, context_key(request.left_context), self._versions(), lm_context, word_context,
                 lm_weights, self.word_weights)
@@ -213,6 +214,10 @@ class LatticeConverter:
         with self._lock:
             self._cache.put(key, analysis)
         return analysis
+
+    def _word_context_chars(self, words: WordScorer) -> int:
+        """How much left context the word models read: the topic vectors read further back."""
+        return TOPIC_CONTEXT_CHARS if words.topics is not None and self.word_weights.topic > 0 else MAX_CONTEXT_WORD
 
     def _base_of(self, reading: str, rest: tuple) -> _Analysis | None:
         """The cached analysis of the longest reading `reading` continues, with the same rest of

@@ -23,6 +23,9 @@ from karukan_engine.dictionary.system import SystemDictionary
 from karukan_engine.kana import to_hiragana, to_katakana
 from karukan_engine.lattice.lattice import Lattice
 from karukan_engine.lattice.search import BOS, EOS
+from karukan_engine.lattice.topic_paths import TopicContext, topic_nats
+from karukan_engine.lm.topic_vectors import BUNDLED as TOPICS
+from karukan_engine.lm.topic_vectors import TopicVectors, TopicVectorsError
 from karukan_engine.lm.word_ngram import BOS as WORD_BOS
 from karukan_engine.lm.word_ngram import BUNDLED, UNK, WordNgram
 
@@ -49,21 +52,27 @@ class WordLmWeights:
     # cost units by which the language models' best path must beat the dictionary's own first
     # choice to replace it (lm_paths.keep_dictionary_choice; tools/dictionary_margin_fit.py)
     dictionary_margin: float = 2000.0
+    # cost units per nat of a judged path's content words' association with the text around
+    # them (lattice/topic_paths.py; 0: not used; fitted by tools/topic_fit.py)
+    topic: float = 300.0
 
     def __post_init__(self) -> None:
-        if min(self.weight, self.unknown, self.trigram, self.char_weight, self.dictionary_margin) < 0 or self.weight != self.weight:
+        if (min(self.weight, self.unknown, self.trigram, self.char_weight, self.dictionary_margin, self.topic) < 0
+                or self.weight != self.weight):
             raise ValueError("word language-model weights must be non-negative")
 
 
 class WordScorer:
-    """A word n-gram bound to one system dictionary: each entry's word id, found once."""
+    """A word n-gram bound to one system dictionary: each entry's word id, found once; with
+    the topic vectors of its vocabulary when there are some."""
 
-    def __init__(self, model: WordNgram, dictionary: SystemDictionary) -> None:
+    def __init__(self, model: WordNgram, dictionary: SystemDictionary, topics: TopicVectors | None = None) -> None:
         self.model = model
         self.dictionary = dictionary
         self.entry_word = self._entry_words()
         model.word_id("", "")   # build the lookup tables now, not on a key
         model.surface_id("")
+        self.topics = TopicContext(topics, model.surface_id) if topics is not None else None
 
     def _entry_words(self) -> np.ndarray:
         """Word id of every dictionary entry: the word whose surface and reading it spells."""
@@ -244,14 +253,23 @@ def trigram_nats(scorer: WordScorer, paths: list[list[int]], first_word: int) ->
 
 
 def path_rescorer(scorer: WordScorer | None, lattice: Lattice, context: str, weights: WordLmWeights):
-    """Cost units to add to the judged paths' scores (lm_paths.ranked_paths), or None."""
-    if scorer is None or weights.weight <= 0 or weights.trigram <= 0 or scorer.model.order < 3:
+    """Cost units to add to the judged paths' scores (lm_paths.ranked_paths), or None: the
+    trigram's correction of the bigram and the content words' association with the context."""
+    if scorer is None or weights.weight <= 0:
+        return None
+    trigram = weights.weight * weights.trigram if scorer.model.order >= 3 else 0.0
+    topic = weights.topic if scorer.topics is not None else 0.0
+    if trigram <= 0 and topic <= 0:
         return None
     first = scorer.context_word(context)
-    scale = weights.weight * weights.trigram
 
     def rescore(paths: list[list[int]]) -> list[float]:
-        return [scale * v for v in trigram_nats(scorer, [path_words(scorer, lattice, p) for p in paths], first)]
+        words = [path_words(scorer, lattice, p) for p in paths]
+        out = [trigram * v for v in trigram_nats(scorer, words, first)] if trigram > 0 else [0.0] * len(words)
+        if topic > 0:
+            nats = topic_nats(scorer.topics.vectors, scorer.topics.rows(context), words)
+            out = [v - topic * t for v, t in zip(out, nats)]
+        return out
 
     return rescore
 
@@ -261,10 +279,10 @@ class LoadedWordScorer:
     the dictionary (on a thread of its own, under a second), None before or when it failed (said
     once in the log: the dictionary and the character n-gram convert alone)."""
 
-    def __init__(self, dictionary: SystemDictionary, path: Path = BUNDLED) -> None:
+    def __init__(self, dictionary: SystemDictionary, path: Path = BUNDLED, topics: Path = TOPICS) -> None:
         from karukan_engine.neural.background import LoadHandle
 
-        self.handle = LoadHandle(lambda: WordScorer(WordNgram.load(path), dictionary), name="karukan-wordlm-load")
+        self.handle = LoadHandle(lambda: _load_scorer(path, topics, dictionary), name="karukan-wordlm-load")
         self._told = False
 
     def __call__(self) -> WordScorer | None:
@@ -274,3 +292,15 @@ class LoadedWordScorer:
             self._told = True
             log.warning("word n-gram unavailable (%s); converting without it", self.handle.error)
         return None
+
+
+def _load_scorer(path: Path, topics: Path, dictionary: SystemDictionary) -> WordScorer:
+    """The word n-gram bound to the dictionary, with its topic vectors unless they are missing
+    or unreadable (said in the log: the paths are judged without them)."""
+    model = WordNgram.load(path)
+    vectors = None
+    try:
+        vectors = TopicVectors.load(topics, digest=model.vocabulary_digest)
+    except TopicVectorsError as exc:
+        log.warning("topic vectors unavailable (%s); judging without them", exc)
+    return WordScorer(model, dictionary, vectors)

@@ -10,6 +10,7 @@ process pages in only the n-grams its conversions touch.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import struct
 import zipfile
@@ -43,7 +44,10 @@ def quantise(values: np.ndarray) -> tuple[np.ndarray, float, float]:
 class WordNgram:
     def __init__(self, arrays: dict[str, np.ndarray]) -> None:
         self.order = int(arrays["order"])
-        self.words = bytes(arrays["vocabulary"]).decode("utf-8").split("\n")
+        vocabulary = bytes(arrays["vocabulary"])
+        self.words = vocabulary.decode("utf-8").split("\n")
+        # files bound to these ids (lm/topic_vectors.py) carry it
+        self.vocabulary_digest = hashlib.sha256(vocabulary).hexdigest()[:16]
         self.unigram_logp = np.asarray(arrays["unigram_logp"], dtype=np.float32)
         self.unigram_backoff = np.asarray(arrays["unigram_backoff"], dtype=np.float32)
         # plain ndarray views of the maps (np.memmap's own indexing costs more than the search)
@@ -98,6 +102,10 @@ class WordNgram:
         for i, word in enumerate(self.words[EOS + 1:], EOS + 1):
             found.setdefault(word.split("\t", 1)[0], i)
         return found
+
+    def ids_by_key(self) -> dict[str, int]:
+        """{"surface\treading": id} of every word but the specials."""
+        return self._ids
 
     def word_id(self, surface: str, reading: str) -> int:
         """The id of (surface, hiragana reading), UNK when the vocabulary lacks it."""
