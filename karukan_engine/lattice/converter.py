@@ -37,6 +37,8 @@ from karukan_engine.lattice.candidate_filter import (
     shape_of,
 )
 from karukan_engine.lattice.context import START, ContextAnalyzer
+from karukan_engine.lattice.corpus_words import BUNDLED as CORPUS_NOUNS
+from karukan_engine.lattice.corpus_words import CorpusWordSource
 from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
 from karukan_engine.lattice.live_spelling import fitting_text
 from karukan_engine.lattice.lm_paths import (
@@ -98,10 +100,11 @@ class LatticeConverter:
     def __init__(self, dictionary: SystemDictionary, user_dictionary: UserDictionary | None = None,
                  learning: LearningStore | None = None, lm: Callable[[], TextScorer | None] | None = None,
                  lm_weights: LmWeights = LmWeights(), word_lm: Callable[[], WordScorer | None] | None = None,
-                 word_weights: WordLmWeights = WordLmWeights()) -> None:
+                 word_weights: WordLmWeights = WordLmWeights(), corpus_words: CorpusWordSource | None = None) -> None:
         """lm: gives the language model the paths are judged with, or None while it loads (or
         without one: the dictionary's costs alone); word_lm: the same for the word n-gram the
-        search itself scores words with (lattice/word_lm.py)."""
+        search itself scores words with (lattice/word_lm.py); corpus_words: nouns the
+        dictionary lacks (lattice/corpus_words.py)."""
         self.dictionary = dictionary
         self.lm = lm
         self.lm_weights = lm_weights
@@ -109,7 +112,7 @@ class LatticeConverter:
         self.word_weights = word_weights
         self.user_dictionary = user_dictionary
         self.learning = learning
-        sources = []
+        sources: list = [corpus_words] if corpus_words is not None else []
         if user_dictionary is not None:
             sources.append(UserWordSource(user_dictionary, dictionary))
         self._learned = LearnedWordSource(learning, dictionary) if learning is not None else None
@@ -137,7 +140,8 @@ class LatticeConverter:
         dictionary = SystemDictionary(directory)
         user = UserDictionary(pos_names=dictionary.user_pos)
         word_lm = LoadedWordScorer(dictionary) if words and WordLmWeights().weight > 0 else None
-        return cls(dictionary, user, LearningStore(), lm=lm, word_lm=word_lm)
+        return cls(dictionary, user, LearningStore(), lm=lm, word_lm=word_lm,
+                   corpus_words=CorpusWordSource.load(dictionary, directory / CORPUS_NOUNS.name))
 
     def prepare_in_background(self) -> threading.Thread:
         """Build what a key would otherwise build on first use (the engine: the key after a

@@ -2,9 +2,9 @@
 
 Stages (each caches its output under the work directory and is skipped when it exists, unless
 --force): corpus, readings, pairs, train, export, ngram (the character n-gram beside the
-model), eval; `all` runs them in order. Five more run only when named: `wordlm` (the word
+model), eval; `all` runs them in order. Six more run only when named: `wordlm` (the word
 trigram the lattice search scores with), `topics` (content words' company, judging the paths
-beside it; after `wordlm`), `devsets` (the held-out dev sets), `pools` and `rerank`
+beside it; after `wordlm`), `nouns` (the corpus's frequent nouns the dictionary lacks), `devsets` (the held-out dev sets), `pools` and `rerank`
 (a fine-tune on the choice the engine asks of the model; docs/training.md "Rerank fine-tune");
 `export --from rerank` exports its weights.
 """
@@ -25,7 +25,7 @@ MODEL_DESCRIPTION = ("Character-level kana-kanji model (jinen/zenz-v3 prompt) tr
                      "RealPersonaChat, Tatoeba, Japanese Wikipedia (JGLUE, Kyoto Wikipedia Annotated "
                      "Corpus) and Aozora Bunko; CC BY-SA 4.0; see docs/model-card.md")
 STAGES = ("corpus", "readings", "pairs", "train", "export", "ngram", "eval")
-EXTRA_STAGES = ("pools", "rerank", "devsets", "wordlm", "topics")
+EXTRA_STAGES = ("pools", "rerank", "devsets", "wordlm", "topics", "nouns")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -130,6 +130,10 @@ def run_stage(stage: str, args: argparse.Namespace) -> None:
         from karukan_engine.training.topics import build_topics
 
         build_topics(args.corpus, args.model_dir, processes=args.processes, force=args.force)
+    elif stage == "nouns":
+        from karukan_engine.training.corpus_nouns import build_nouns
+
+        build_nouns(args.corpus, processes=args.processes, force=args.force)
     elif stage == "eval":
         from karukan_engine.training.evaluate import evaluate
 

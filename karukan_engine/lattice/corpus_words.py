@@ -1,0 +1,66 @@
+"""Nouns of the corpus that Mozc's open-source dictionary lacks, as lattice words.
+
+The file (`data/dictionary/corpus_nouns.tsv.gz`, written by `python -m karukan_engine.training
+nouns`) lists reading, surface, Mozc user POS and word cost, one noun a line. They join every
+lattice as system words do: the same connections (their POS's ids), a cost fitted to how
+often they occur, and the word n-gram scores them like any word it knows.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+from pathlib import Path
+from typing import Iterator
+
+from karukan_engine.core.types import Source
+from karukan_engine.dictionary.system import SystemDictionary
+from karukan_engine.lattice.lattice import ExtraWord
+
+log = logging.getLogger(__name__)
+
+BUNDLED = Path(__file__).resolve().parent.parent / "data" / "dictionary" / "corpus_nouns.tsv.gz"
+
+
+class CorpusWordSource:
+    """The corpus nouns by reading; words_at finds those starting at a position."""
+
+    def __init__(self, words: dict[str, tuple[ExtraWord, ...]]) -> None:
+        self.words = words
+        self.lengths = tuple(sorted({len(r) for r in words}))
+
+    @classmethod
+    def load(cls, dictionary: SystemDictionary, path: Path = BUNDLED) -> "CorpusWordSource":
+        """The nouns of the file; none (said in the log) when it is missing or unreadable. A
+        line that does not parse, or names a POS the dictionary lacks, is skipped."""
+        found: dict[str, list[ExtraWord]] = {}
+        try:
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                lines = handle.read().splitlines()
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            log.warning("corpus nouns unavailable (%s); converting without them", type(exc).__name__)
+            return cls({})
+        pos_ids = dictionary.user_pos
+        for line in lines:
+            fields = line.split("\t")
+            if len(fields) != 4 or not fields[0] or not fields[1] or fields[2] not in pos_ids:
+                continue
+            try:
+                cost = int(fields[3])
+            except ValueError:
+                continue
+            pos = pos_ids[fields[2]]
+            found.setdefault(fields[0], []).append(
+                ExtraWord(fields[0], fields[1], pos, pos, max(0, min(cost, 32767)), Source.DICTIONARY))
+        return cls({reading: tuple(words) for reading, words in found.items()})
+
+    def __len__(self) -> int:
+        return sum(map(len, self.words.values()))
+
+    def words_at(self, text: str, start: int, min_end: int = 0) -> Iterator[ExtraWord]:
+        rest = len(text) - start
+        for length in self.lengths:
+            if length > rest:
+                return
+            if start + length >= min_end:
+                yield from self.words.get(text[start:start + length], ())

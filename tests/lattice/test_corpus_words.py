@@ -1,0 +1,115 @@
+"""Corpus nouns in the lattice (lattice/corpus_words.py) and the stage that finds them
+(training/corpus_nouns.py): the file's words become lattice words with their POS's connections,
+bad lines and damaged files lose nothing else, and the stage keeps only frequent nouns the
+dictionary lacks, costed like the dictionary's nouns of the same frequency."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import logging
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from karukan_engine.core.types import ConversionRequest
+from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
+from karukan_engine.lattice.converter import LatticeConverter
+from karukan_engine.lattice.corpus_words import CorpusWordSource
+from karukan_engine.training.corpus_nouns import (
+    _noun_batch,
+    cost_line,
+    missing_nouns,
+    mozc_pos,
+    sudachi_agrees,
+    word_counts,
+)
+
+pytestmark = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="dictionary not built")
+
+
+@pytest.fixture(scope="module")
+def system():
+    return SystemDictionary()
+
+
+def write_gz(path, text: str):
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+def test_the_file_s_nouns_join_the_lattice_and_bad_lines_are_skipped(system, tmp_path):
+    path = write_gz(tmp_path / "nouns.tsv.gz", "ぴよぴよ\t比与比与\t名詞\t1000\n"
+                                                "ぴよぴよ\t日世日世\t地名\t9000\n"
+                                                "ぴよ\t比与\t名詞\tcheap\n"        # cost not a number
+                                                "ぴよ\t比与\t架空の品詞\t10\n"     # no such POS
+                                                "broken line\n")
+    source = CorpusWordSource.load(system, path)
+    assert len(source) == 2
+    words = list(source.words_at("あぴよぴよ", 1))
+    assert [w.surface for w in words] == ["比与比与", "日世日世"]
+    assert words[0].lid == words[0].rid == system.user_pos["名詞"]
+    assert list(source.words_at("あぴよぴよ", 0)) == [] and list(source.words_at("ぴよぴよ", 0, min_end=5)) == []
+    converter = LatticeConverter(system, None, None, corpus_words=source)
+    found = [c.surface for c in converter.candidates(ConversionRequest("ぴよぴよ"), 10)]
+    assert found[0] == "比与比与" and "日世日世" in found
+    assert "比与比与" not in [c.surface for c in LatticeConverter(system, None, None).candidates(
+        ConversionRequest("ぴよぴよ"), 10)]
+
+
+def test_a_missing_or_damaged_file_leaves_the_dictionary_alone(system, tmp_path, caplog):
+    damaged = tmp_path / "damaged.tsv.gz"
+    damaged.write_bytes(gzip.compress("ぴよ\t比与\t名詞\t10\n".encode())[:-6])
+    for path in (tmp_path / "missing.tsv.gz", damaged):
+        with caplog.at_level(logging.WARNING):
+            source = CorpusWordSource.load(system, path)
+        assert len(source) == 0 and "corpus nouns unavailable" in caplog.text
+        caplog.clear()
+        assert LatticeConverter(system, None, None, corpus_words=source).live(ConversionRequest("かいぎ")) == "会議"
+
+
+@given(pos=st.tuples(st.sampled_from(["普通名詞", "固有名詞", "数詞", "*"]),
+                     st.sampled_from(["一般", "人名", "地名", "サ変可能", "形状詞可能", "組織名", "*"]),
+                     st.sampled_from(["一般", "姓", "名", "*"])))
+def test_unidic_nouns_map_to_a_mozc_user_pos_and_others_to_none(pos):
+    name = mozc_pos(*pos)
+    if pos[0] not in ("普通名詞", "固有名詞"):
+        assert name is None
+    else:
+        assert name in {"名詞", "名詞サ変", "名詞形動", "固有名詞", "人名", "姓", "名", "地名", "組織"}
+        assert (name in {"人名", "姓", "名", "地名", "組織", "固有名詞"}) == (pos[0] == "固有名詞")
+
+
+def test_missing_nouns_are_the_frequent_standalone_ones_the_dictionary_lacks_costed_like_its_own(system):
+    counts = Counter({("かいぎ", "会議", "名詞サ変", True): 400, ("しりょう", "資料", "名詞", True): 40,
+                      ("ぴよぴよ", "比与比与", "名詞", True): 300, ("ぴよぴよ", "比与比与", "名詞", False): 100,
+                      ("ぴよ", "比与", "名詞", True): 40,
+                      ("ぽよ", "歩与", "名詞", True): 3,                                         # rare
+                      ("ぱよ", "波与", "名詞", True): 20, ("ぱよ", "波与", "名詞", False): 200,  # a compound's head
+                      ("ぷよ", "不与", "名詞", True): 40})
+    total, alone = word_counts(counts)
+    assert total[("ぴよぴよ", "比与比与", "名詞")] == 400 and alone[("ぴよぴよ", "比与比与", "名詞")] == 300
+    a, b = cost_line(total, system, min_count=10)
+    assert b < 0   # the more frequent, the cheaper
+    rejected = {("ぷよ", "不与")}
+    rows = missing_nouns(counts, system, min_count=10, check=lambda pairs: set(pairs) - rejected)
+    assert [(r, s) for r, s, _, _ in rows] == [("ぴよ", "比与"), ("ぴよぴよ", "比与比与")]
+    cost = {s: c for _, s, _, c in rows}
+    assert cost["比与比与"] < cost["比与"]
+    assert cost["比与比与"] == round(a + b * math.log(400))
+
+
+def test_sudachi_keeps_one_noun_read_the_same_way():
+    agreed = sudachi_agrees([("ゆうき", "勇気"), ("すいぞく", "水族館"), ("ゆうき", "勇 気"), ("はしる", "走る")])
+    assert agreed == {("ゆうき", "勇気")}
+
+
+def test_nouns_are_counted_with_whether_they_stand_alone():
+    counts = _noun_batch(["勇気を出す。", "三日間かかった", "扇風機を回す", "有機農業と勇気"])
+    assert counts[("ゆうき", "勇気", "名詞", True)] == 2                 # before を, at the end
+    assert counts[("かかん", "日間", "名詞", False)] == 1                # after a numeral
+    assert counts[("せんぷう", "扇風", "名詞", False)] == 1              # the head of 扇風機
+    assert not any(surface in ("を", "出す") for _, surface, _, _ in counts)   # nouns only

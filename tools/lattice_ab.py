@@ -1,0 +1,104 @@
+"""The shipped dictionary converter against itself without one of its parts, on every dev set.
+
+    python tools/lattice_ab.py --without corpus-nouns [--nouns FILE] [--limit 600] [--json out.json]
+
+Both converters are what `karukan convert --no-model` builds (both n-grams, the topic vectors,
+the corpus nouns; no user data), except that the second lacks the part named. Rows as
+tools/lattice_lm_fit.py finds them; odd rows are reported (the even ones are where weights were
+fitted). Acc@1 NFKC of the dictionary alone (no language model, no corpus nouns: today's
+Mozc-equivalent baseline), of the converter without the part and with it, and the rows the part
+fixes and breaks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tools.lattice_lm_fit import dev_sets  # noqa: E402
+
+from karukan_engine.core.types import ConversionRequest  # noqa: E402
+from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
+from karukan_engine.kana import nfkc  # noqa: E402
+from karukan_engine.lattice.converter import LatticeConverter  # noqa: E402
+from karukan_engine.lattice.corpus_words import BUNDLED as NOUNS  # noqa: E402
+from karukan_engine.lattice.corpus_words import CorpusWordSource  # noqa: E402
+from karukan_engine.lattice.word_lm import LoadedWordScorer, WordLmWeights  # noqa: E402
+from karukan_engine.lm.bundled import LoadedNgram, shared_ngram  # noqa: E402
+
+PARTS = ("corpus-nouns", "topics")
+
+
+def converters(without: str, nouns: Path) -> tuple[LatticeConverter, LatticeConverter, LatticeConverter]:
+    dictionary = SystemDictionary()
+    ngram = LoadedNgram(shared_ngram())
+    ngram.handle.settle()
+    words = LoadedWordScorer(dictionary)
+    words.handle.settle()
+    corpus = CorpusWordSource.load(dictionary, nouns)
+    plain = LatticeConverter(dictionary, None, None)
+    full = LatticeConverter(dictionary, None, None, lm=ngram, word_lm=words, corpus_words=corpus)
+    weights = WordLmWeights()
+    less = LatticeConverter(dictionary, None, None, lm=ngram, word_lm=words,
+                            corpus_words=None if without == "corpus-nouns" else corpus,
+                            word_weights=replace(weights, topic=0.0) if without == "topics" else weights)
+    return plain, less, full
+
+
+def first(converter: LatticeConverter, request: ConversionRequest) -> str:
+    """The first candidate, as `karukan convert` prints it."""
+    found = converter.candidates(request, 1)
+    return found[0].surface if found else ""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--without", choices=PARTS, required=True)
+    parser.add_argument("--nouns", type=Path, default=NOUNS, help="the corpus nouns file")
+    parser.add_argument("--limit", type=int, default=600, help="items per dev set (every k-th)")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    plain, less, full = converters(args.without, args.nouns)
+    report = {"without": args.without, "sets": {}}
+    print(f"{'set':32} {'n':>4} {'dict':>6} {'without':>8} {'with':>6}  fixed/broken by {args.without}")
+    totals = [0, 0]
+    for name, items in dev_sets(args.limit).items():
+        odd = items[1::2]
+        right = {key: [] for key in ("dictionary", "without", "with")}
+        changed = []
+        for item in odd:
+            gold = {nfkc(o) for o in item.outputs}
+            request = ConversionRequest(item.reading, left_context=item.context)
+            texts = [first(c, request) for c in (plain, less, full)]
+            for key, text in zip(right, texts):
+                right[key].append(nfkc(text) in gold)
+            if texts[1] != texts[2]:
+                changed.append({"reading": item.reading, "without": texts[1], "with": texts[2],
+                                "gold": item.outputs[0]})
+        n = max(1, len(odd))
+        fixed = sum(a and not b for b, a in zip(right["without"], right["with"]))
+        broken = sum(b and not a for b, a in zip(right["without"], right["with"]))
+        totals[0] += fixed
+        totals[1] += broken
+        report["sets"][name] = {"n": len(odd), **{k: sum(v) / n for k, v in right.items()},
+                                "fixed": fixed, "broken": broken, "changed": changed}
+        print(f"{name:32} {len(odd):4} {100 * sum(right['dictionary']) / n:5.1f}% "
+              f"{100 * sum(right['without']) / n:7.1f}% {100 * sum(right['with']) / n:5.1f}%  {fixed}/{broken}")
+    print(f"all sets: {totals[0]} fixed, {totals[1]} broken; {time.perf_counter() - started:.0f} s")
+    report["fixed"], report["broken"] = totals
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    if args.json:
+        args.json.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
