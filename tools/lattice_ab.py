@@ -1,9 +1,9 @@
 """The shipped dictionary converter against itself without one of its parts, on every dev set.
 
-    python tools/lattice_ab.py --without corpus-nouns [--nouns FILE] [--limit 600] [--json out.json]
+    python tools/lattice_ab.py --without corpus-nouns[,topics] [--nouns FILE] [--limit 600] [--json out.json]
 
 Both converters are what `karukan convert --no-model` builds (both n-grams, the topic vectors,
-the corpus nouns; no user data), except that the second lacks the part named. Rows as
+the corpus nouns; no user data), except that the second lacks the parts named. Rows as
 tools/lattice_lm_fit.py finds them; odd rows are reported (the even ones are where weights were
 fitted). Acc@1 NFKC of the dictionary alone (no language model, no corpus nouns: today's
 Mozc-equivalent baseline), of the converter without the part and with it, and the rows the part
@@ -36,7 +36,7 @@ from karukan_engine.lm.bundled import LoadedNgram, shared_ngram  # noqa: E402
 PARTS = ("corpus-nouns", "topics")
 
 
-def converters(without: str, nouns: Path) -> tuple[LatticeConverter, LatticeConverter, LatticeConverter]:
+def converters(without: set[str], nouns: Path) -> tuple[LatticeConverter, LatticeConverter, LatticeConverter]:
     dictionary = SystemDictionary()
     ngram = LoadedNgram(shared_ngram())
     ngram.handle.settle()
@@ -47,9 +47,16 @@ def converters(without: str, nouns: Path) -> tuple[LatticeConverter, LatticeConv
     full = LatticeConverter(dictionary, None, None, lm=ngram, word_lm=words, corpus_words=corpus)
     weights = WordLmWeights()
     less = LatticeConverter(dictionary, None, None, lm=ngram, word_lm=words,
-                            corpus_words=None if without == "corpus-nouns" else corpus,
-                            word_weights=replace(weights, topic=0.0) if without == "topics" else weights)
+                            corpus_words=None if "corpus-nouns" in without else corpus,
+                            word_weights=replace(weights, topic=0.0) if "topics" in without else weights)
     return plain, less, full
+
+
+def parts(text: str) -> set[str]:
+    named = {p.strip() for p in text.split(",") if p.strip()}
+    if not named or not named <= set(PARTS):
+        raise argparse.ArgumentTypeError(f"parts are {', '.join(PARTS)}")
+    return named
 
 
 def first(converter: LatticeConverter, request: ConversionRequest) -> str:
@@ -60,15 +67,16 @@ def first(converter: LatticeConverter, request: ConversionRequest) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--without", choices=PARTS, required=True)
+    parser.add_argument("--without", type=parts, required=True, help=f"comma-separated: {', '.join(PARTS)}")
     parser.add_argument("--nouns", type=Path, default=NOUNS, help="the corpus nouns file")
     parser.add_argument("--limit", type=int, default=600, help="items per dev set (every k-th)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     started = time.perf_counter()
     plain, less, full = converters(args.without, args.nouns)
-    report = {"without": args.without, "sets": {}}
-    print(f"{'set':32} {'n':>4} {'dict':>6} {'without':>8} {'with':>6}  fixed/broken by {args.without}")
+    named = "+".join(sorted(args.without))
+    report = {"without": named, "sets": {}}
+    print(f"{'set':32} {'n':>4} {'dict':>6} {'without':>8} {'with':>6}  fixed/broken by {named}")
     totals = [0, 0]
     for name, items in dev_sets(args.limit).items():
         odd = items[1::2]
