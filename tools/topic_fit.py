@@ -4,7 +4,7 @@
 
 Each dev set's rows (as tools/lattice_lm_fit.py finds them: the bundled sets and the held-out
 sets under <work>/pairs/heldout/, each with and without its left context) are converted once by
-the shipped lattice converter without the topic term; its judged paths keep their scores, the
+the shipped lattice converter (with the corpus nouns, no user data) without the topic term; its judged paths keep their scores, the
 dictionary's own first choice is noted, and each path's topic association is computed. Every
 weight of the grid is then applied to those scores, the dictionary's margin rule after it, as
 the converter does. Even rows fit the weight (the best summed Acc@1 over the sets with context,
@@ -29,6 +29,7 @@ from tools.lattice_lm_fit import dev_sets, floats  # noqa: E402
 from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
 from karukan_engine.kana import nfkc  # noqa: E402
 from karukan_engine.lattice.converter import LatticeConverter, _first_surface  # noqa: E402
+from karukan_engine.lattice.corpus_words import CorpusWordSource  # noqa: E402
 from karukan_engine.lattice.lm_paths import ScoredPath, keep_dictionary_choice  # noqa: E402
 from karukan_engine.lattice.topic_paths import topic_nats  # noqa: E402
 from karukan_engine.lattice.word_lm import WordLmWeights, WordScorer, path_words  # noqa: E402
@@ -83,7 +84,7 @@ def main() -> int:
     scorer = WordScorer(model, dictionary, TopicVectors.load(args.topics, digest=model.vocabulary_digest))
     ngram = CharNgram.load(CHAR_NGRAM)
     converter = LatticeConverter(dictionary, None, None, lm=lambda: ngram, word_lm=lambda: scorer,
-                                 word_weights=WordLmWeights(topic=0.0))
+                                 word_weights=WordLmWeights(topic=0.0), corpus_words=CorpusWordSource.load(dictionary))
     sets = dev_sets(args.limit)
     gathered = {name: gather(converter, scorer, items) for name, items in sets.items()}
     print(f"gathered {sum(map(len, gathered.values()))} rows: {time.perf_counter() - started:.0f} s", file=sys.stderr)
