@@ -171,7 +171,7 @@ class Pipeline:
     model_id: str
     slot: ModelSlot
     ngram: object        # LoadHandle of the bundled character n-gram (None: no file)
-    judged: object = None   # --lm: the LatticeConverter with both bundled n-grams (the product's)
+    judged: object = None   # --lm: the LatticeConverter with both bundled n-grams and the corpus nouns (the product's)
 
 
 def load_pipeline(args: argparse.Namespace, lm: bool = False) -> Pipeline:
@@ -189,13 +189,15 @@ def load_pipeline(args: argparse.Namespace, lm: bool = False) -> Pipeline:
         ngram.wait()
     judged = None   # lm: also the product's lattice, with both bundled n-grams
     if lm:
+        from karukan_engine.lattice.corpus_words import CorpusWordSource
         from karukan_engine.lattice.word_lm import LoadedWordScorer
         from karukan_engine.lm.bundled import LoadedNgram, shared_ngram
 
         chars, words = LoadedNgram(shared_ngram()), LoadedWordScorer(dictionary)
         chars.handle.settle()
         words.handle.settle()
-        judged = LatticeConverter(dictionary, None, None, lm=chars, word_lm=words)
+        judged = LatticeConverter(dictionary, None, None, lm=chars, word_lm=words,
+                                  corpus_words=CorpusWordSource.load(dictionary))
     return Pipeline(dictionary, LatticeConverter(dictionary, None, None), model, model_id,
                     ModelSlot(model, model_id), ngram, judged)
 
