@@ -244,10 +244,32 @@ def ngram_check(path: Path | None = None) -> Check:
     return Check("character n-gram", True, f"order {model.order}, {model.smoothing}, {stored:,} n-grams")
 
 
+def word_model_check(words: Path | None = None, topics: Path | None = None) -> Check:
+    """Whether the word trigram and its topic vectors load; without them the lattice is judged
+    by the dictionary and the character n-gram (the trigram) or without the text's topic (the
+    vectors)."""
+    from karukan_engine.lm.topic_vectors import BUNDLED as TOPICS
+    from karukan_engine.lm.topic_vectors import TopicVectors, TopicVectorsError
+    from karukan_engine.lm.word_ngram import BUNDLED as WORDS
+    from karukan_engine.lm.word_ngram import WordNgram, WordNgramError
+
+    try:
+        model = WordNgram.load(words or WORDS)
+    except WordNgramError as exc:
+        return Check("word n-gram", False, f"{exc} (conversion goes on without it)")
+    try:
+        vectors = TopicVectors.load(topics or TOPICS, digest=model.vocabulary_digest)
+    except TopicVectorsError as exc:
+        return Check("word n-gram", False, f"{len(model):,} words; {exc} (paths are judged without topics)")
+    return Check("word n-gram", True, f"{len(model):,} words, order {model.order}; topic vectors for "
+                 f"{vectors.vectors.shape[0]:,} of them")
+
+
 def run_doctor() -> tuple[list[Check], bool]:
     checks = installed_checks([user_layout(), system_layout()])
     checks.append(dictionary_check())
     checks.append(ngram_check())
+    checks.append(word_model_check())
     found, usable = asyncio.run(bus_checks())
     checks += found
     installed = any(c.ok for c in checks if c.name.startswith("install"))

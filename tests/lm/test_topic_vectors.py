@@ -80,3 +80,24 @@ def test_association_is_each_words_pmi_with_its_company_less_the_average(tmp_pat
 def test_content_words_have_a_kanji_or_katakana():
     assert is_content("航海") and is_content("テレビ") and is_content("見る") and is_content("々")
     assert not is_content("これ") and not is_content("ー") and not is_content("123") and not is_content("")
+
+
+def test_doctor_says_whether_the_word_model_and_its_topic_vectors_load(tmp_path):
+    from ime_frontend.doctor import word_model_check
+    from karukan_engine.lm.kneser_ney import estimate, flatten
+    from karukan_engine.lm.word_ngram import WordNgram
+
+    words = tmp_path / "words.npz"
+    WordNgram.save(words, estimate(*flatten([[3, 4], [4, 3]]), 5, order=3), ["船\tふね", "航海\tこうかい"])
+    digest = WordNgram.load(words).vocabulary_digest
+    good = tmp_path / "topics.npz"
+    TopicVectors.save(good, np.eye(5, 2), np.ones(2), np.zeros(2), np.arange(5) >= 3, digest)
+    check = word_model_check(words, good)
+    assert check.ok and "topic vectors for 2 of them" in check.detail
+    foreign = tmp_path / "foreign.npz"
+    TopicVectors.save(foreign, np.eye(5, 2), np.ones(2), np.zeros(2), np.arange(5) >= 3, "0" * 16)
+    check = word_model_check(words, foreign)
+    assert not check.ok and "another word n-gram vocabulary" in check.detail
+    words.write_bytes(words.read_bytes()[:50])
+    check = word_model_check(words, good)
+    assert not check.ok and "without it" in check.detail
