@@ -28,6 +28,7 @@ import numpy as np
 from karukan_engine.dictionary.system import SystemDictionary
 from karukan_engine.kana import has_kanji, to_hiragana
 from karukan_engine.lattice.corpus_words import BUNDLED
+from karukan_engine.training.paths import kept_output
 from karukan_engine.training.readings import _clean_reading
 
 MIN_COUNT = 5
@@ -176,11 +177,8 @@ def missing_nouns(counts: Counter, dictionary: SystemDictionary, min_count: int 
 
 def build_nouns(corpus_dir: Path | None, out: Path = BUNDLED, processes: int = 2, min_count: int = MIN_COUNT,
                 force: bool = False) -> Path:
-    if corpus_dir is None:
-        raise FileNotFoundError("no corpus directory: pass --corpus DIR (see docs/training.md)")
     out = Path(out)
-    if out.exists() and not force:
-        print(f"{out.name} exists; --force rebuilds it")
+    if kept_output(corpus_dir, out, force):
         return out
     started = time.perf_counter()
     counts = count_nouns(corpus_dir, processes)

@@ -18,3 +18,14 @@ def stage_dir(name: str) -> Path:
     path = work_dir() / name
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def kept_output(corpus_dir: Path | None, out: Path, force: bool) -> bool:
+    """For a stage that reads the corpus and writes `out`: True when `out` exists and is kept
+    (said on stdout); a clear error when there is no corpus to build it from."""
+    if corpus_dir is None:
+        raise FileNotFoundError("no corpus directory: pass --corpus DIR (see docs/training.md)")
+    if out.exists() and not force:
+        print(f"{out.name} exists; --force rebuilds it")
+        return True
+    return False

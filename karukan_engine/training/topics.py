@@ -22,7 +22,7 @@ import numpy as np
 from karukan_engine.lm.topic_vectors import BUNDLED, TopicVectors, is_content
 from karukan_engine.lm.word_ngram import BUNDLED as WORD_LM
 from karukan_engine.lm.word_ngram import EOS, UNK, WordNgram
-from karukan_engine.training.paths import PACKAGE_MODEL_DIR, stage_dir
+from karukan_engine.training.paths import PACKAGE_MODEL_DIR, kept_output, stage_dir
 
 WINDOW = 16
 RANK = 32
@@ -109,11 +109,8 @@ def positive_pmi(counts, min_pair: int = MIN_PAIR, smoothing: float = SMOOTHING)
 def build_topics(corpus_dir: Path | None, model_dir: Path = PACKAGE_MODEL_DIR, word_lm: Path = WORD_LM,
                  processes: int = 2, window: int = WINDOW, rank: int = RANK, generic: int = GENERIC,
                  min_word: int = MIN_WORD, force: bool = False) -> Path:
-    if corpus_dir is None:
-        raise FileNotFoundError("no corpus directory: pass --corpus DIR (see docs/training.md)")
     out = Path(model_dir) / BUNDLED.name
-    if out.exists() and not force:
-        print(f"{out.name} exists; --force rebuilds it")
+    if kept_output(corpus_dir, out, force):
         return out
     from scipy.sparse.linalg import eigsh
 

@@ -24,7 +24,7 @@ from karukan_engine.lm.kneser_ney import EOS, estimate
 from karukan_engine.lm.word_ngram import BUNDLED, WordNgram
 from karukan_engine.training.readings import _clean_reading, annotated_sentences, gold_chunks
 from karukan_engine.training.lm_text import lm_sources
-from karukan_engine.training.paths import PACKAGE_MODEL_DIR
+from karukan_engine.training.paths import PACKAGE_MODEL_DIR, kept_output
 
 VOCABULARY = 60000
 MIN_COUNTS = (3, 6)
@@ -98,11 +98,8 @@ def count_words(corpus_dir: Path, processes: int = 2) -> tuple[np.ndarray, np.nd
 def build_wordlm(corpus_dir: Path | None, model_dir: Path = PACKAGE_MODEL_DIR, processes: int = 2,
                  vocabulary: int = VOCABULARY, min_counts: tuple[int, ...] = MIN_COUNTS,
                  force: bool = False) -> Path:
-    if corpus_dir is None:
-        raise FileNotFoundError("no corpus directory: pass --corpus DIR (see docs/training.md)")
     out = Path(model_dir) / BUNDLED.name
-    if out.exists() and not force:
-        print(f"{out.name} exists; --force rebuilds it")
+    if kept_output(corpus_dir, out, force):
         return out
     started = time.perf_counter()
     flat, lengths, names, per_source = count_words(corpus_dir, processes)

@@ -82,3 +82,12 @@ def test_the_stage_learns_which_homophone_keeps_which_company(tmp_path, monkeypa
                         rank=6, generic=0, min_word=10, force=True)
     counts = TopicVectors.load(rare).rows_of(np.arange(len(words.words)))
     assert 0 < counts.size < vectors.rows_of(np.arange(len(words.words))).size
+
+
+def test_no_corpus_is_a_clear_error_and_a_built_file_is_kept_without_force(tmp_path, capsys):
+    with pytest.raises(FileNotFoundError, match="--corpus"):
+        build_topics(None, tmp_path)
+    built = tmp_path / "topic-vectors.npz"
+    built.write_bytes(b"kept")
+    assert build_topics(tmp_path, tmp_path) == built and built.read_bytes() == b"kept"
+    assert "--force rebuilds it" in capsys.readouterr().out
