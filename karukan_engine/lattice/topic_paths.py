@@ -27,10 +27,13 @@ class TopicContext:
     def __init__(self, vectors: TopicVectors, surface_id) -> None:
         self.vectors = vectors
         self.surface_id = surface_id
-        self.rows = lru_cache(maxsize=64)(self._rows)
+        self._cached_rows = lru_cache(maxsize=64)(self._rows)
 
-    def _rows(self, context: str) -> tuple[int, ...]:
-        text = context[-CONTEXT_CHARS:]
+    def rows(self, context: str) -> tuple[int, ...]:
+        # the cache keeps only what is read: an application's surrounding text may be huge
+        return self._cached_rows(context[-CONTEXT_CHARS:])
+
+    def _rows(self, text: str) -> tuple[int, ...]:
         found: list[int] = []
         end = len(text)
         while end > 0:

@@ -46,6 +46,8 @@ class TopicVectors:
         self.mean = np.asarray(arrays["mean"], dtype=np.float32)
         if self.vectors.shape[1] != self.signs.size or self.mean.size != self.signs.size:
             raise ValueError("inconsistent dimensions")
+        if not (np.isfinite(self.vectors).all() and np.isfinite(self.mean).all()):
+            raise ValueError("values that are not numbers")
 
     @staticmethod
     def save(path: Path, embedding: np.ndarray, signs: np.ndarray, mean: np.ndarray, kept: np.ndarray,

@@ -101,3 +101,12 @@ def test_missing_or_foreign_topic_files_leave_the_word_model_working(system, fil
     TopicVectors.save(mismatched, embedding, np.ones(2), np.zeros(2), np.ones(4, bool), "0" * 16)
     assert _load_scorer(words_path, mismatched, system).topics is None
     assert isinstance(_load_scorer(words_path, topics_path, system), WordScorer)
+
+
+def test_a_huge_context_is_read_only_as_far_back_as_the_topics_look(files):
+    words = WordNgram.load(files[0])
+    topics = TopicContext(TopicVectors.load(files[1]), words.surface_id)
+    ship = int(topics.vectors.rows_of([words.surface_id("船")])[0])
+    huge = "映画" * 500_000 + "あ" * 100 + "船"
+    assert topics.rows(huge) == (ship,)     # 映画 lies further back than CONTEXT_CHARS
+    assert topics._cached_rows.cache_info().currsize == 1

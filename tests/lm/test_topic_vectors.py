@@ -47,6 +47,10 @@ def test_another_vocabulary_or_a_damaged_file_is_a_clear_error(tmp_path):
             TopicVectors.load(path)
     with pytest.raises(TopicVectorsError):
         TopicVectors.load(tmp_path / "missing.npz")
+    nan = tmp_path / "nan.npz"
+    TopicVectors.save(nan, np.eye(3), np.ones(3), np.full(3, np.nan), np.ones(3, bool), "abc123")
+    with pytest.raises(TopicVectorsError):
+        TopicVectors.load(nan)
 
 
 def reference(vectors: TopicVectors, rows: list[int], context: list[int]) -> float:
