@@ -3,8 +3,8 @@
 Mozc's OSS dictionary misses everyday words (勇気 and 有機 for ゆうき, 晩御飯, 昼ご飯): the lattice
 cannot write them however well the language models know them. This stage reads the language
 models' training text (training/lm_text.py), cuts it with fugashi + UniDic (unidic-lite), and
-keeps the nouns (common and proper; two characters or more, at least one kanji) seen at least
-`min_count` times as a word of its own (not the head of a compound: 水族 of 水族館), whose
+keeps the nouns (common and proper, with a kanji; a single kanji ten times as often) seen at
+least `min_count` times as a word of its own (not the head of a compound: 水族 of 水族館), whose
 (reading, surface) the system dictionary does not have and SudachiPy
 reads as one noun the same way (no compound's fragment, no odd reading); the older literature
 and the laws are left out (their spellings are not a typist's). Each gets the
@@ -35,6 +35,9 @@ MIN_COUNT = 5
 # the share of a noun's occurrences that must stand alone (有機 of 有機物 often does not; 水族 of
 # 水族館 and 扇風 of 扇風機 almost never)
 MIN_ALONE = 0.25
+# a single kanji must stand alone this many times more often: UniDic reads one kanji many ways
+# (都 as ト in 東京都), while the few that chat writes as words of their own (笑, 泣) are common
+SINGLE_KANJI_FACTOR = 10
 BATCH = 2000
 # older literature (電燈, 恰好) and legal drafting (次条, 各号) write nouns a typist does not want
 SKIPPED_SOURCES = ("aozora", "laws")
@@ -81,7 +84,7 @@ def _noun_batch(sentences: list[str]) -> Counter:
         tokens = list(_tagger(sentence))
         for i, token in enumerate(tokens):
             feature = token.feature
-            if feature.pos1 != "名詞" or len(token.surface) < 2 or not has_kanji(token.surface):
+            if feature.pos1 != "名詞" or not has_kanji(token.surface):
                 continue
             pos = mozc_pos(feature.pos2, feature.pos3, feature.pos4)
             reading = _clean_reading(token.surface, getattr(feature, "kana", None))
@@ -163,7 +166,8 @@ def missing_nouns(counts: Counter, dictionary: SystemDictionary, min_count: int 
     best: dict[tuple[str, str], tuple[int, str]] = {}
     for (reading, surface, pos), count in total.items():
         standing = alone[(reading, surface, pos)]
-        if standing >= min_count and standing >= MIN_ALONE * count and count > best.get((reading, surface), (0, ""))[0]:
+        least = min_count * (SINGLE_KANJI_FACTOR if len(surface) == 1 else 1)
+        if standing >= least and standing >= MIN_ALONE * count and count > best.get((reading, surface), (0, ""))[0]:
             best[(reading, surface)] = (count, pos)
     lacking = [key for key in best if not any(e.surface == key[1] for e in dictionary.lookup(key[0]))]
     accepted = check(lacking)

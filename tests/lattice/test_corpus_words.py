@@ -89,14 +89,16 @@ def test_missing_nouns_are_the_frequent_standalone_ones_the_dictionary_lacks_cos
                       ("ぴよ", "比与", "名詞", True): 40,
                       ("ぽよ", "歩与", "名詞", True): 3,                                         # rare
                       ("ぱよ", "波与", "名詞", True): 20, ("ぱよ", "波与", "名詞", False): 200,  # a compound's head
-                      ("ぷよ", "不与", "名詞", True): 40})
+                      ("ぷよ", "不与", "名詞", True): 40,
+                      ("ぴ", "比", "名詞", True): 90,      # one kanji: ten times the least count
+                      ("ぺ", "辺", "名詞", True): 100})
     total, alone = word_counts(counts)
     assert total[("ぴよぴよ", "比与比与", "名詞")] == 400 and alone[("ぴよぴよ", "比与比与", "名詞")] == 300
     a, b = cost_line(total, system, min_count=10)
     assert b < 0   # the more frequent, the cheaper
     rejected = {("ぷよ", "不与")}
     rows = missing_nouns(counts, system, min_count=10, check=lambda pairs: set(pairs) - rejected)
-    assert [(r, s) for r, s, _, _ in rows] == [("ぴよ", "比与"), ("ぴよぴよ", "比与比与")]
+    assert [(r, s) for r, s, _, _ in rows] == [("ぴよ", "比与"), ("ぴよぴよ", "比与比与"), ("ぺ", "辺")]
     cost = {s: c for _, s, _, c in rows}
     assert cost["比与比与"] < cost["比与"]
     assert cost["比与比与"] == round(a + b * math.log(400))
