@@ -53,6 +53,8 @@ class DictionaryConverter(EngineConverter, Protocol):
 
     learning: LearningStore | None
     dictionary: SystemDictionary | None
+    # what alignment reads: the system dictionary with any words the converter adds to it
+    lexicon: object | None
 
     def data_version(self) -> tuple[int, ...]:
         """Changes whenever the user's data changed (learning, user dictionary, also on disk):

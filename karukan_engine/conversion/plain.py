@@ -18,6 +18,7 @@ class PlainConverter:
 
     learning = None
     dictionary = None
+    lexicon = None
 
     def convert(self, request: ConversionRequest) -> list[Segment]:
         reading = request.reading

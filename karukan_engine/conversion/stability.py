@@ -158,8 +158,8 @@ def stabilizer_for(converter: object) -> LiveStabilizer:
     fused = sys.modules.get("karukan_engine.conversion.fused.converter")
     if fused is not None and isinstance(converter, fused.FusedConverter) and converter.aligner is not None:
         return LiveStabilizer(converter.aligner, _lookup(converter.base.learning))
-    if isinstance(converter, DictionaryConverter) and converter.dictionary is not None:
-        return LiveStabilizer(_shared_aligner(converter.dictionary), _lookup(converter.learning))
+    if isinstance(converter, DictionaryConverter) and converter.lexicon is not None:
+        return LiveStabilizer(_shared_aligner(converter.lexicon), _lookup(converter.learning))
     return LiveStabilizer(None)
 
 

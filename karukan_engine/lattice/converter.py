@@ -38,7 +38,7 @@ from karukan_engine.lattice.candidate_filter import (
 )
 from karukan_engine.lattice.context import START, ContextAnalyzer
 from karukan_engine.lattice.corpus_words import BUNDLED as CORPUS_NOUNS
-from karukan_engine.lattice.corpus_words import CorpusWordSource
+from karukan_engine.lattice.corpus_words import CorpusWordSource, LexiconWithWords
 from karukan_engine.lattice.lattice import Lattice, LatticeBuilder
 from karukan_engine.lattice.live_spelling import fitting_text
 from karukan_engine.lattice.lm_paths import (
@@ -112,6 +112,8 @@ class LatticeConverter:
         self.word_weights = word_weights
         self.user_dictionary = user_dictionary
         self.learning = learning
+        # what alignment and segment lists read: the dictionary with the corpus words
+        self.lexicon = LexiconWithWords(dictionary, corpus_words) if corpus_words is not None else dictionary
         sources: list = [corpus_words] if corpus_words is not None else []
         if user_dictionary is not None:
             sources.append(UserWordSource(user_dictionary, dictionary))

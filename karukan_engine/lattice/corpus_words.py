@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 from karukan_engine.core.types import Source
-from karukan_engine.dictionary.system import SystemDictionary
+from karukan_engine.dictionary.system import Entry, SystemDictionary
 from karukan_engine.lattice.lattice import ExtraWord
 
 log = logging.getLogger(__name__)
@@ -64,3 +64,30 @@ class CorpusWordSource:
                 return
             if start + length >= min_end:
                 yield from self.words.get(text[start:start + length], ())
+
+
+class LexiconWithWords:
+    """The system dictionary as alignment and segment lists read it (prefixes, lookup), with the
+    corpus words beside its entries: a conversion the lattice spelt with one (ですね笑) aligns
+    to its words like any other. Everything else is the dictionary's."""
+
+    def __init__(self, dictionary: SystemDictionary, words: CorpusWordSource) -> None:
+        self.dictionary = dictionary
+        self.words = words
+
+    def __getattr__(self, name: str):
+        return getattr(self.dictionary, name)
+
+    def prefixes(self, text: str) -> list[str]:
+        found = self.dictionary.prefixes(text)
+        extra = [text[:n] for n in self.words.lengths if n <= len(text) and text[:n] in self.words.words]
+        return sorted(set(found).union(extra), key=len) if extra else found
+
+    def lookup(self, reading: str) -> list[Entry]:
+        """All entries of an exact reading, cheapest first (the corpus words among them)."""
+        extra = self.words.words.get(reading, ())
+        entries = self.dictionary.lookup(reading)
+        if not extra:
+            return entries
+        return sorted([*entries, *(Entry(reading, w.surface, w.lid, w.rid, w.cost) for w in extra)],
+                      key=lambda e: e.cost)

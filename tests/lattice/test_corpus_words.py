@@ -115,3 +115,22 @@ def test_nouns_are_counted_with_whether_they_stand_alone():
     assert counts[("かかん", "日間", "名詞", False)] == 1                # after a numeral
     assert counts[("せんぷう", "扇風", "名詞", False)] == 1              # the head of 扇風機
     assert not any(surface in ("を", "出す") for _, surface, _, _ in counts)   # nouns only
+
+
+def test_alignment_reads_the_corpus_words_beside_the_dictionary(system, tmp_path):
+    from karukan_engine.conversion.align import Aligner
+    from karukan_engine.lattice.corpus_words import LexiconWithWords
+
+    path = write_gz(tmp_path / "nouns.tsv.gz", "ぴよぴよ\t比与比与\t名詞\t1000\nかいぎ\t海義\t名詞\t99999\n")
+    source = CorpusWordSource.load(system, path)
+    lexicon = LexiconWithWords(system, source)
+    assert "ぴよぴよ" in lexicon.prefixes("ぴよぴよのかいぎ") and lexicon.prefixes("かいぎ") == system.prefixes("かいぎ")
+    found = lexicon.lookup("かいぎ")
+    assert [e.surface for e in found][-1] == "海義" and [e.cost for e in found] == sorted(e.cost for e in found)
+    assert lexicon.matrix is system.matrix and lexicon.lookup("かいぎの") == system.lookup("かいぎの")
+    # the word aligns as a word (as the fused ranking and the live stabiliser align texts)
+    assert Aligner(system).align("ぴよぴよのかいぎ", "比与比与の会議") is None
+    aligned = Aligner(lexicon).align("ぴよぴよのかいぎ", "比与比与の会議")
+    assert aligned is not None and [w.surface for w in aligned.words][0] == "比与比与"
+    converter = LatticeConverter(system, None, None, corpus_words=source)
+    assert converter.lexicon.words is source and LatticeConverter(system, None, None).lexicon is system

@@ -57,7 +57,7 @@ def build_fused_converter(base: DictionaryConverter, options: ConverterOptions) 
         # A light model is optional: if it fails to load, its slot simply stays empty.
         slots.append(ModelSlot(load_in_background(settings.light_model), settings.light_model))
     ngram = bundled_ngram() if settings.weights.ngram else None   # loaded only when it counts
-    converter = FusedConverter(base, slots, settings, lexicon=base.dictionary, ngram=ngram)
+    converter = FusedConverter(base, slots, settings, lexicon=base.lexicon, ngram=ngram)
     if not options.load_in_background:
         converter.wait_for_model()
         if converter.ngram is not None:

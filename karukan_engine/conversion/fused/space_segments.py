@@ -81,8 +81,8 @@ class SegmentSplitter:
 
     def _segment_list(self, reading: str, best: Candidate, others: Sequence[Candidate],
                       listed: Sequence[Candidate] | None) -> list[Candidate]:
-        dictionary = self.base.dictionary
-        words = {e.surface for e in dictionary.lookup(reading)} if dictionary else set()
+        lexicon = self.base.lexicon
+        words = {e.surface for e in lexicon.lookup(reading)} if lexicon is not None else set()
         return list(segment_list(reading, best, others, listed, words))
 
 
