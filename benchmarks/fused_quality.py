@@ -262,7 +262,7 @@ def main() -> int:
         fit_sets = [(name, it) for name, items in sets.items() if not name.endswith(NO_CONTEXT)
                     for it in items[0::2]]
         fit_items = [it for _name, it in fit_sets]
-        fitter = FusedConverter(fused_base, [slot], settings, lexicon=dictionary, ngram=pipeline.ngram)
+        fitter = FusedConverter(fused_base, [slot], settings, lexicon=fused_base.lexicon, ngram=pipeline.ngram)
         evidence = gather_evidence(fitter, slot, fit_items)
         fitted = fit(fit_items, evidence, [dictionary_top(it) for it in fit_items],
                      groups=[name for name, _it in fit_sets],
@@ -274,9 +274,11 @@ def main() -> int:
               f"+{fitted['fit_wins']} -{fitted['fit_losses']} vs dictionary "
               f"(one-sided p {fitted['fit_p_one_sided']:.3f}) -> weights {weights}")
 
-    rerank = FusedConverter(fused_base, [slot], replace(settings, weights=weights), lexicon=dictionary,
+    # the lexicon as the product builds it (build_fused_converter): the base's, with its corpus words
+    rerank = FusedConverter(fused_base, [slot], replace(settings, weights=weights), lexicon=fused_base.lexicon,
                             ngram=pipeline.ngram if weights.ngram else None)
-    verify = FusedConverter(fused_base, [slot], replace(settings, scheme="verify", weights=weights), lexicon=dictionary)
+    verify = FusedConverter(fused_base, [slot], replace(settings, scheme="verify", weights=weights),
+                            lexicon=fused_base.lexicon)
     neural = NeuralConverter(model)
     results: dict = {}
     for set_name, items in sets.items():

@@ -85,7 +85,7 @@ def fresh_converter(model, path: str, fixed_tokens: int, draft_for=None):
 
     base = LatticeConverter.load_default()
     slot = ModelSlot(model, path, fixed_tokens=fixed_tokens, draft_for=draft_for)
-    return FusedConverter(base, [slot], ConversionSettings(), lexicon=getattr(base, "dictionary", None)), slot
+    return FusedConverter(base, [slot], ConversionSettings(), lexicon=getattr(base, "lexicon", None)), slot
 
 
 def passes(model, path: str, fixed_tokens: int, acceptances: list[float]):
