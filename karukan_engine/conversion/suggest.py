@@ -61,7 +61,8 @@ def learned_completions(reading: str, learning, limit: int) -> list[Candidate]:
 
 def suggestions(reading: str, learning=None, dictionary=None, limit: int = 6,
                 dictionary_limit: int = DICTIONARY_LIMIT) -> list[Candidate]:
-    """learning: a LearningStore (prefix_lookup); dictionary: a SystemDictionary (predictive, lookup).
+    """learning: a LearningStore (prefix_lookup); dictionary: a SystemDictionary or the converter's
+    lexicon (predictive, cheapest_cost, lookup).
     Each one is a Completion carrying the whole reading it stands for."""
     if not reading or limit <= 0:
         return []

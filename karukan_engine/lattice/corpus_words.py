@@ -67,9 +67,10 @@ class CorpusWordSource:
 
 
 class LexiconWithWords:
-    """The system dictionary as alignment and segment lists read it (prefixes, lookup), with the
-    corpus words beside its entries: a conversion the lattice spelt with one (ですね笑) aligns
-    to its words like any other. Everything else is the dictionary's."""
+    """The system dictionary as alignment, segment lists and predictions read it (prefixes,
+    lookup, predictive, cheapest_cost), with the corpus words beside its entries: a conversion
+    the lattice spelt with one (ですね笑) aligns to its words like any other, and ゆう suggests
+    勇気. Everything else is the dictionary's."""
 
     def __init__(self, dictionary: SystemDictionary, words: CorpusWordSource) -> None:
         self.dictionary = dictionary
@@ -82,6 +83,17 @@ class LexiconWithWords:
         found = self.dictionary.prefixes(text)
         extra = [text[:n] for n in self.words.lengths if n <= len(text) and text[:n] in self.words.words]
         return sorted(set(found).union(extra), key=len) if extra else found
+
+    def predictive(self, prefix: str, limit: int = 50) -> list[str]:
+        """The dictionary's readings extending `prefix`, then the corpus words' it lacks."""
+        found = self.dictionary.predictive(prefix, limit)
+        known = set(found)
+        return found + sorted(r for r in self.words.words if r.startswith(prefix) and r not in known)
+
+    def cheapest_cost(self, reading: str) -> int | None:
+        costs = [w.cost for w in self.words.words.get(reading, ())]
+        own = self.dictionary.cheapest_cost(reading)
+        return min(costs + ([own] if own is not None else []), default=None)
 
     def lookup(self, reading: str) -> list[Entry]:
         """All entries of an exact reading, cheapest first (the corpus words among them)."""

@@ -122,7 +122,7 @@ class DictionaryOnly:
         base = self._dictionary_layer
         if base is None:
             return []
-        return completions(request.reading, base.learning, base.dictionary, limit=n)
+        return completions(request.reading, base.learning, base.lexicon, limit=n)
 
     def refined_suggestions(self, request: ConversionRequest, n: int = 6,
                             ctx: JobContext | None = None) -> list[Candidate] | None:

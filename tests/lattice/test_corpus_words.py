@@ -134,3 +134,17 @@ def test_alignment_reads_the_corpus_words_beside_the_dictionary(system, tmp_path
     assert aligned is not None and [w.surface for w in aligned.words][0] == "比与比与"
     converter = LatticeConverter(system, None, None, corpus_words=source)
     assert converter.lexicon.words is source and LatticeConverter(system, None, None).lexicon is system
+
+
+def test_predictions_offer_the_corpus_words_too(system, tmp_path):
+    from karukan_engine.conversion.suggest import suggestions
+    from karukan_engine.lattice.corpus_words import LexiconWithWords
+
+    path = write_gz(tmp_path / "nouns.tsv.gz", "ぬゅぬゅ\t奴湯奴湯\t名詞\t1000\n")
+    lexicon = LexiconWithWords(system, CorpusWordSource.load(system, path))
+    assert lexicon.predictive("ぬゅ") == ["ぬゅぬゅ"] and system.predictive("ぬゅ") == []
+    assert lexicon.predictive("かいぎ", 5) == system.predictive("かいぎ", 5)
+    assert lexicon.cheapest_cost("ぬゅぬゅ") == 1000 and lexicon.cheapest_cost("かいぎ") == system.cheapest_cost("かいぎ")
+    assert lexicon.cheapest_cost("ぬゅ") is None
+    assert [c.surface for c in suggestions("ぬゅ", None, lexicon)] == ["奴湯奴湯"]
+    assert suggestions("ぬゅ", None, system) == []

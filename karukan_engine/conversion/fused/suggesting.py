@@ -39,7 +39,7 @@ class Suggestions:
 
     def quick(self, request: ConversionRequest, n: int = 6) -> list[Candidate]:
         """Completions of what was typed: learned ones, then dictionary predictive search."""
-        return suggestions(request.reading, self.base.learning, self.base.dictionary, limit=n)
+        return suggestions(request.reading, self.base.learning, self.base.lexicon, limit=n)
 
     def refined(self, request: ConversionRequest, n: int = 6, ctx: JobContext | None = None) -> list[Candidate] | None:
         """The completions with the model's view of them, or None: no model, nothing it adds,
@@ -68,7 +68,7 @@ class Suggestions:
         model = slots[0].get() if slots else None
         if model is None or not request.reading:
             return None
-        pool = model_pool(request.reading, learned, self.base.dictionary)
+        pool = model_pool(request.reading, learned, self.base.lexicon)
         if len(pool) < 2:
             return pool, None
         try:
