@@ -69,8 +69,8 @@ class CorpusWordSource:
 class LexiconWithWords:
     """The system dictionary as alignment, segment lists and predictions read it (prefixes,
     lookup, predictive, cheapest_cost), with the corpus words beside its entries: a conversion
-    the lattice spelt with one (ですね笑) aligns to its words like any other, and ゆう suggests
-    勇気. Everything else is the dictionary's."""
+    the lattice spelt with one (ですね笑) aligns to its words like any other, and ばんごは
+    suggests 晩御飯. Everything else is the dictionary's."""
 
     def __init__(self, dictionary: SystemDictionary, words: CorpusWordSource) -> None:
         self.dictionary = dictionary
