@@ -2,14 +2,14 @@
 
 Mozc's OSS dictionary misses everyday words (勇気 and 有機 for ゆうき, 晩御飯, 昼ご飯): the lattice
 cannot write them however well the language models know them. This stage reads the language
-models' training text (training/lm_text.py), cuts it with fugashi + UniDic (unidic-lite), and
-keeps the nouns (common and proper, with a kanji; a single kanji ten times as often) seen at
-least `min_count` times as a word of its own (not the head of a compound: 水族 of 水族館), whose
-(reading, surface) the system dictionary does not have and SudachiPy
-reads as one noun the same way (no compound's fragment, no odd reading); the older literature
-and the laws are left out (their spellings are not a typist's). Each gets the
-Mozc user POS its UniDic POS maps to and a word cost from its frequency: the costs of the nouns
-both have, fitted as a line in log count, give it the cost a Mozc noun as frequent would have.
+models' training text (training/lm_text.py) but the older literature and the laws (their
+spellings are not a typist's), cuts it with fugashi + UniDic (unidic-lite), and keeps the
+nouns (common and proper, with a kanji) seen at least `min_count` times as a word of their own
+(not the head of a compound: 水族 of 水族館; a single kanji ten times as often), whose (reading,
+surface) the system dictionary does not have and SudachiPy reads as one noun the same way (no
+compound's fragment, no odd reading). Each gets the Mozc user POS its UniDic POS maps to and a
+word cost from its frequency: the costs of the nouns both have, fitted as a line in log count,
+give it the cost a Mozc noun as frequent would have.
 
 Output: `karukan_engine/data/dictionary/corpus_nouns.tsv.gz` (reading, surface, POS, cost), which
 lattice/corpus_words.py adds to every lattice.
