@@ -11,7 +11,7 @@ import logging
 from collections import Counter
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from karukan_engine.core.types import ConversionRequest
@@ -148,3 +148,30 @@ def test_predictions_offer_the_corpus_words_too(system, tmp_path):
     assert lexicon.cheapest_cost("ぬゅ") is None
     assert [c.surface for c in suggestions("ぬゅ", None, lexicon)] == ["奴湯奴湯"]
     assert suggestions("ぬゅ", None, system) == []
+
+
+KANA = "あいうかきく"
+
+
+@settings(max_examples=60, deadline=None)
+@given(words=st.lists(st.tuples(st.text(KANA, min_size=1, max_size=4), st.integers(0, 9000)), max_size=12),
+       text=st.text(KANA, max_size=8), data=st.data())
+def test_words_at_and_the_lexicon_find_exactly_the_corpus_words_that_fit(system, tmp_path_factory, words, text, data):
+    from karukan_engine.lattice.corpus_words import LexiconWithWords
+
+    lines = "".join(f"{reading}\t比{i}\t名詞\t{cost}\n" for i, (reading, cost) in enumerate(words))
+    source = CorpusWordSource.load(system, write_gz(tmp_path_factory.mktemp("w") / "n.tsv.gz", lines))
+    start = data.draw(st.integers(0, len(text)))
+    min_end = data.draw(st.integers(0, len(text) + 1))
+    found = sorted((w.reading, w.surface) for w in source.words_at(text, start, min_end))
+    expected = sorted((r, f"比{i}") for i, (r, _) in enumerate(words)
+                      if text.startswith(r, start) and start + len(r) >= min_end)
+    assert found == expected
+    lexicon = LexiconWithWords(system, source)
+    prefixes = lexicon.prefixes(text)
+    assert set(prefixes) == set(system.prefixes(text)) | {r for r, _ in words if text.startswith(r)}
+    assert all(len(a) <= len(b) for a, b in zip(prefixes, prefixes[1:]))
+    for reading in {r for r, _ in words}:
+        entries = lexicon.lookup(reading)
+        assert [e.cost for e in entries] == sorted(e.cost for e in entries)
+        assert len(entries) == len(system.lookup(reading)) + sum(r == reading for r, _ in words)
