@@ -20,7 +20,6 @@ from __future__ import annotations
 import gzip
 import time
 from collections import Counter
-from multiprocessing import Pool
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +29,7 @@ from karukan_engine.kana import has_kanji, to_hiragana
 from karukan_engine.lattice.corpus_words import BUNDLED
 from karukan_engine.training.paths import kept_output
 from karukan_engine.training.readings import _clean_reading
+from karukan_engine.training.wordlm import fugashi_tagger, source_words
 
 MIN_COUNT = 5
 # the share of a noun's occurrences that must stand alone (有機 of 有機物 often does not; 水族 of
@@ -38,7 +38,6 @@ MIN_ALONE = 0.25
 # a single kanji must stand alone this many times more often: UniDic reads one kanji many ways
 # (都 as ト in 東京都), while the few that chat writes as words of their own (笑, 泣) are common
 SINGLE_KANJI_FACTOR = 10
-BATCH = 2000
 # older literature (電燈, 恰好) and legal drafting (次条, 各号) write nouns a typist does not want
 SKIPPED_SOURCES = ("aozora", "laws")
 # UniDic (pos2, pos3, pos4) -> Mozc user POS; the first matching prefix wins
@@ -54,9 +53,6 @@ POS_MAP = (
     (("普通名詞", "形状詞可能"), "名詞形動"),
     (("普通名詞",), "名詞"),
 )
-_tagger = None
-
-
 def mozc_pos(pos2: str, pos3: str, pos4: str) -> str | None:
     fields = (pos2, pos3, pos4)
     for prefix, name in POS_MAP:
@@ -73,15 +69,10 @@ def _noun_batch(sentences: list[str]) -> Counter:
     """Counts of (reading, surface, POS, stands alone) of the nouns in the sentences. A noun
     stands alone where a particle, an auxiliary, a symbol or the sentence's end follows it and
     no numeral comes before it (3 日間)."""
-    global _tagger
-    if _tagger is None:
-        import fugashi
-        import unidic_lite
-
-        _tagger = fugashi.Tagger("-d " + unidic_lite.DICDIR)
+    tagger = fugashi_tagger()
     found: Counter = Counter()
     for sentence in sentences:
-        tokens = list(_tagger(sentence))
+        tokens = list(tagger(sentence))
         for i, token in enumerate(tokens):
             feature = token.feature
             if feature.pos1 != "名詞" or not has_kanji(token.surface):
@@ -97,18 +88,10 @@ def _noun_batch(sentences: list[str]) -> Counter:
 
 
 def count_nouns(corpus_dir: Path, processes: int) -> Counter:
-    from karukan_engine.training.lm_text import lm_sources
-    from karukan_engine.training.corpus import corpus_sentences
-
     counts: Counter = Counter()
-    for source in lm_sources():
-        if source.kind != "lines" or source.name in SKIPPED_SOURCES or not (corpus_dir / source.file).is_file():
-            continue
-        lines = corpus_sentences(source, corpus_dir, every=source.lm_every)[source.name]
-        batches = [lines[i:i + BATCH] for i in range(0, len(lines), BATCH)]
-        with Pool(processes) as pool:
-            for found in pool.imap(_noun_batch, batches):
-                counts.update(found)
+    for _, batches in source_words(corpus_dir, processes, tag=_noun_batch, skip=SKIPPED_SOURCES, annotated=False):
+        for found in batches:
+            counts.update(found)
     return counts
 
 
@@ -122,17 +105,26 @@ def word_counts(counts: Counter) -> tuple[Counter, Counter]:
     return total, alone
 
 
-def cost_line(counts: Counter, dictionary: SystemDictionary, min_count: int) -> tuple[float, float]:
+def dictionary_costs(counts: Counter, dictionary: SystemDictionary, min_count: int) -> dict[tuple[str, str], int | None]:
+    """The dictionary's cheapest entry of each (reading, surface) counted `min_count` times or
+    more (counts: (reading, surface, POS) -> occurrences), None where it has none."""
+    out: dict[tuple[str, str], int | None] = {}
+    for (reading, surface, _), count in counts.items():
+        if count >= min_count and (reading, surface) not in out:
+            out[(reading, surface)] = min((e.cost for e in dictionary.lookup(reading) if e.surface == surface),
+                                          default=None)
+    return out
+
+
+def cost_line(counts: Counter, costs: dict[tuple[str, str], int | None], min_count: int) -> tuple[float, float]:
     """(a, b) of cost = a + b log(count), fitted on the nouns (reading, surface, POS) -> count
-    the dictionary has (its cheapest entry of the same reading and surface)."""
+    the dictionary has (costs: dictionary_costs's)."""
     xs, ys = [], []
     for (reading, surface, _), count in counts.items():
-        if count < min_count:
-            continue
-        costs = [e.cost for e in dictionary.lookup(reading) if e.surface == surface]
-        if costs:
+        cost = costs.get((reading, surface)) if count >= min_count else None
+        if cost is not None:
             xs.append(np.log(count))
-            ys.append(min(costs))
+            ys.append(cost)
     if len(xs) < 2:
         return 5000.0, 0.0
     b, a = np.polyfit(np.array(xs), np.array(ys, dtype=np.float64), 1)
@@ -157,26 +149,28 @@ def sudachi_agrees(candidates: list[tuple[str, str]]) -> set[tuple[str, str]]:
 
 
 def missing_nouns(counts: Counter, dictionary: SystemDictionary, min_count: int = MIN_COUNT,
-                  check=sudachi_agrees) -> list[tuple[str, str, str, int]]:
+                  check=sudachi_agrees) -> tuple[list[tuple[str, str, str, int]], tuple[float, float]]:
     """(reading, surface, POS, cost) of the nouns the dictionary lacks that stand alone at least
-    `min_count` times and in at least MIN_ALONE of their occurrences, and `check` accepts, sorted; one
-    POS a word (its most frequent). counts: as _noun_batch's."""
+    `min_count` times and in at least MIN_ALONE of their occurrences, and `check` accepts, sorted;
+    one POS a word (its most frequent); and the cost line (a, b) they were costed by.
+    counts: as _noun_batch's."""
     total, alone = word_counts(counts)
-    a, b = cost_line(total, dictionary, min_count)
+    costs = dictionary_costs(total, dictionary, min_count)
+    a, b = cost_line(total, costs, min_count)
     best: dict[tuple[str, str], tuple[int, str]] = {}
     for (reading, surface, pos), count in total.items():
         standing = alone[(reading, surface, pos)]
         least = min_count * (SINGLE_KANJI_FACTOR if len(surface) == 1 else 1)
         if standing >= least and standing >= MIN_ALONE * count and count > best.get((reading, surface), (0, ""))[0]:
             best[(reading, surface)] = (count, pos)
-    lacking = [key for key in best if not any(e.surface == key[1] for e in dictionary.lookup(key[0]))]
+    lacking = [key for key in best if costs[key] is None]
     accepted = check(lacking)
     out = []
     for reading, surface in lacking:
         if (reading, surface) in accepted:
             count, pos = best[(reading, surface)]
             out.append((reading, surface, pos, int(round(min(max(a + b * np.log(count), 0.0), 32000.0)))))
-    return sorted(out)
+    return sorted(out), (a, b)
 
 
 def build_nouns(corpus_dir: Path | None, out: Path = BUNDLED, processes: int = 2, min_count: int = MIN_COUNT,
@@ -186,16 +180,15 @@ def build_nouns(corpus_dir: Path | None, out: Path = BUNDLED, processes: int = 2
         return out
     started = time.perf_counter()
     counts = count_nouns(corpus_dir, processes)
-    dictionary = SystemDictionary()
-    a, b = cost_line(word_counts(counts)[0], dictionary, min_count)
-    rows = missing_nouns(counts, dictionary, min_count)
+    rows, (a, b) = missing_nouns(counts, SystemDictionary(), min_count)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
     # mtime 0: the same nouns give the same bytes
     with open(partial, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as handle:
         handle.write("".join(f"{r}\t{s}\t{p}\t{c}\n" for r, s, p, c in rows).encode("utf-8"))
     partial.replace(out)
-    print(f"corpus nouns: {len(word_counts(counts)[0]):,} distinct nouns counted, {len(rows):,} seen >= {min_count} times and "
+    distinct = len({key[:3] for key in counts})
+    print(f"corpus nouns: {distinct:,} distinct nouns counted, {len(rows):,} seen >= {min_count} times and "
           f"missing from the dictionary; cost = {a:.0f} {b:+.0f} ln(count); {out.stat().st_size / 1e3:.0f} kB; "
           f"{time.perf_counter() - started:.0f} s")
     return out

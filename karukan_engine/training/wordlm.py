@@ -37,25 +37,36 @@ def word_of(surface: str, reading: str | None) -> str | None:
     return None if reading is None or not surface.strip() else f"{surface}\t{to_hiragana(reading)}"
 
 
-def _tag_batch(sentences: list[str]) -> list[list[str | None]]:
+def fugashi_tagger():
+    """This process's fugashi tagger over UniDic (unidic-lite), made on first use."""
     global _tagger
     if _tagger is None:
         import fugashi
         import unidic_lite
 
         _tagger = fugashi.Tagger("-d " + unidic_lite.DICDIR)
+    return _tagger
+
+
+def _tag_batch(sentences: list[str]) -> list[list[str | None]]:
+    tagger = fugashi_tagger()
     out = []
     for sentence in sentences:
         words = []
-        for token in _tagger(sentence):
+        for token in tagger(sentence):
             words.append(word_of(token.surface, _clean_reading(token.surface, getattr(token.feature, "kana", None))))
         out.append(words)
     return out
 
 
-def source_words(corpus_dir: Path, processes: int):
-    """(source name, batches of sentences as word keys) for every training source."""
+def source_words(corpus_dir: Path, processes: int, tag=_tag_batch, skip: tuple[str, ...] = (),
+                 annotated: bool = True):
+    """(source name, `tag` of each batch of its sentences, in a pool of processes) for every
+    training source but those named in `skip`; the annotated ones give their gold morphemes as
+    word keys instead (none with annotated=False)."""
     for source in lm_sources():
+        if source.name in skip or (source.kind == "annotated" and not annotated):
+            continue
         if not (corpus_dir / source.file).is_file():
             print(f"note: {source.file} not in the corpus directory; {source.name} skipped")
             continue
@@ -69,7 +80,7 @@ def source_words(corpus_dir: Path, processes: int):
         lines = corpus_sentences(source, corpus_dir, every=source.lm_every)[source.name]
         batches = [lines[i:i + BATCH] for i in range(0, len(lines), BATCH)]
         with Pool(processes) as pool:
-            yield source.name, pool.imap(_tag_batch, batches)
+            yield source.name, pool.imap(tag, batches)
 
 
 def count_words(corpus_dir: Path, processes: int = 2) -> tuple[np.ndarray, np.ndarray, list[str], dict]:

@@ -21,6 +21,7 @@ from karukan_engine.lattice.corpus_words import CorpusWordSource
 from karukan_engine.training.corpus_nouns import (
     _noun_batch,
     cost_line,
+    dictionary_costs,
     missing_nouns,
     mozc_pos,
     sudachi_agrees,
@@ -94,10 +95,11 @@ def test_missing_nouns_are_the_frequent_standalone_ones_the_dictionary_lacks_cos
                       ("ぺ", "辺", "名詞", True): 100})
     total, alone = word_counts(counts)
     assert total[("ぴよぴよ", "比与比与", "名詞")] == 400 and alone[("ぴよぴよ", "比与比与", "名詞")] == 300
-    a, b = cost_line(total, system, min_count=10)
+    a, b = cost_line(total, dictionary_costs(total, system, min_count=10), min_count=10)
     assert b < 0   # the more frequent, the cheaper
     rejected = {("ぷよ", "不与")}
-    rows = missing_nouns(counts, system, min_count=10, check=lambda pairs: set(pairs) - rejected)
+    rows, line = missing_nouns(counts, system, min_count=10, check=lambda pairs: set(pairs) - rejected)
+    assert line == (a, b)
     assert [(r, s) for r, s, _, _ in rows] == [("ぴよ", "比与"), ("ぴよぴよ", "比与比与"), ("ぺ", "辺")]
     cost = {s: c for _, s, _, c in rows}
     assert cost["比与比与"] < cost["比与"]
