@@ -17,7 +17,6 @@ rows again with the shipped weights, so the runtime's figures sit beside the sim
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import replace
@@ -37,7 +36,7 @@ from karukan_engine.lm.char_ngram import BUNDLED, CharNgram  # noqa: E402
 from karukan_engine.lm.word_ngram import BUNDLED as WORD_BUNDLED  # noqa: E402
 from karukan_engine.lm.word_ngram import WordNgram  # noqa: E402
 from tools.fusion_fit import sign_test  # noqa: E402
-from tools.lattice_lm_fit import dev_sets, floats  # noqa: E402
+from tools.lattice_lm_fit import dev_sets, fixed_broken, floats, write_report  # noqa: E402
 
 GRID = (0.0, 500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0, 4000.0)
 
@@ -73,8 +72,7 @@ def choices(rows: list[tuple], margin: float) -> list[bool]:
 
 
 def compare(base: list[bool], tried: list[bool]) -> dict:
-    fixed = sum(t and not b for b, t in zip(base, tried))
-    broken = sum(b and not t for b, t in zip(base, tried))
+    fixed, broken = fixed_broken(base, tried)
     return {"acc": sum(tried) / max(1, len(tried)), "fixed": fixed, "broken": broken,
             "p": sign_test(fixed, broken)}
 
@@ -120,9 +118,7 @@ def main() -> int:
         report["sets"][name] = {"n": len(odd), "dictionary": sum(base) / max(1, len(base)), **cells}
         print(f"{name[:30]:30} {len(odd):4} {100 * sum(base) / max(1, len(base)):9.1f}% "
               + " ".join(f"{100 * c['acc']:5.1f} {c['fixed']:3}/{c['broken']:<3} {c['p']:5.0e}" for c in cells.values()))
-    report["seconds"] = round(time.perf_counter() - started, 1)
-    if args.json:
-        args.json.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    write_report(args.json, report, started)
     return 0
 
 

@@ -13,7 +13,6 @@ fixes and breaks.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import replace
@@ -22,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.lattice_lm_fit import dev_sets  # noqa: E402
+from tools.lattice_lm_fit import dev_sets, fixed_broken, write_report  # noqa: E402
 
 from karukan_engine.core.types import ConversionRequest  # noqa: E402
 from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
@@ -92,8 +91,7 @@ def main() -> int:
                 changed.append({"reading": item.reading, "without": texts[1], "with": texts[2],
                                 "gold": item.outputs[0]})
         n = max(1, len(odd))
-        fixed = sum(a and not b for b, a in zip(right["without"], right["with"]))
-        broken = sum(b and not a for b, a in zip(right["without"], right["with"]))
+        fixed, broken = fixed_broken(right["without"], right["with"])
         totals[0] += fixed
         totals[1] += broken
         report["sets"][name] = {"n": len(odd), **{k: sum(v) / n for k, v in right.items()},
@@ -102,9 +100,7 @@ def main() -> int:
               f"{100 * sum(right['without']) / n:7.1f}% {100 * sum(right['with']) / n:5.1f}%  {fixed}/{broken}")
     print(f"all sets: {totals[0]} fixed, {totals[1]} broken; {time.perf_counter() - started:.0f} s")
     report["fixed"], report["broken"] = totals
-    report["seconds"] = round(time.perf_counter() - started, 1)
-    if args.json:
-        args.json.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    write_report(args.json, report, started)
     return 0
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import sys
 import time
 from pathlib import Path
@@ -37,7 +36,7 @@ from karukan_engine.kana import is_hiragana, nfkc  # noqa: E402
 from karukan_engine.lattice.lm_paths import LmWeights, distinct_paths  # noqa: E402
 from karukan_engine.lattice.word_lm import WordLmWeights  # noqa: E402
 from tools.dictionary_margin_fit import converters  # noqa: E402
-from tools.lattice_lm_fit import dev_sets  # noqa: E402
+from tools.lattice_lm_fit import dev_sets, write_report  # noqa: E402
 
 CLASSES = ("right", "judged", "deeper", "absent")
 
@@ -99,9 +98,7 @@ def main() -> int:
           + f"; of the judged, kana spellings {kana_total}")
     report["total"] = total
     report["judged_kana"] = kana_total
-    report["seconds"] = round(time.perf_counter() - started, 1)
-    if args.json:
-        args.json.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    write_report(args.json, report, started)
     return 0
 
 

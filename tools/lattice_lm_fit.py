@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from dataclasses import replace
@@ -93,6 +92,18 @@ def top1(rows, weight: float, tri_scale: float = 0.0) -> list[bool]:
         best = min(range(len(costs)), key=lambda i: (costs[i] - weight * logs[i] + tri_scale * tri[i], i))
         right.append(ok[best])
     return right
+
+
+def fixed_broken(before: list[bool], after: list[bool]) -> tuple[int, int]:
+    """Rows right after and wrong before, and the other way round."""
+    return (sum(a and not b for b, a in zip(before, after)), sum(b and not a for b, a in zip(before, after)))
+
+
+def write_report(path: Path | None, report: dict, started: float) -> None:
+    """The report with the run's seconds, as JSON at `path` (nothing without one)."""
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    if path:
+        path.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
 def floats(text: str) -> tuple[float, ...]:
@@ -174,17 +185,14 @@ def main() -> int:
         cells, changes = [], []
         for key, (combo, weight, tri) in variants.items():
             tried = accuracy(combo, weight, name, 1, tri)
-            fixed = sum(t and not b for b, t in zip(base, tried))
-            broken = sum(b and not t for b, t in zip(base, tried))
+            fixed, broken = fixed_broken(base, tried)
             row[key] = {"acc": sum(tried) / n, "fixed": fixed, "broken": broken}
             cells.append(f"{100 * sum(tried) / n:9.1f}%")
             if key != "dictionary":
                 changes.append(f"{key} {fixed}/{broken}")
         report["sets"][name] = row
         print(f"{name:30} {len(base):4} " + " ".join(cells) + "  " + ", ".join(changes))
-    report["seconds"] = round(time.perf_counter() - started, 1)
-    if args.json:
-        args.json.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    write_report(args.json, report, started)
     return 0
 
 

@@ -16,7 +16,6 @@ broken against each.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.lattice_lm_fit import dev_sets, floats  # noqa: E402
+from tools.lattice_lm_fit import dev_sets, fixed_broken, floats, write_report  # noqa: E402
 
 from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
 from karukan_engine.kana import nfkc  # noqa: E402
@@ -114,18 +113,13 @@ def main() -> int:
         default, tried = accuracy(name, 1, 0.0), accuracy(name, 1, best)
         n = max(1, len(odd))
 
-        def changes(before, after):
-            return (sum(a and not b for b, a in zip(before, after)), sum(b and not a for b, a in zip(before, after)))
-
-        vs_dict, vs_default = changes(dictionary, tried), changes(default, tried)
+        vs_dict, vs_default = fixed_broken(dictionary, tried), fixed_broken(default, tried)
         report["sets"][name] = {"n": len(odd), "dictionary": sum(dictionary) / n, "default": sum(default) / n,
                                 "topic": sum(tried) / n, "vs_dictionary": vs_dict, "vs_default": vs_default,
-                                "default_vs_dictionary": changes(dictionary, default)}
+                                "default_vs_dictionary": fixed_broken(dictionary, default)}
         print(f"{name:30} {len(odd):4} {100 * sum(dictionary) / n:5.1f}% {100 * sum(default) / n:7.1f}% "
               f"{100 * sum(tried) / n:5.1f}%  {vs_dict[0]}/{vs_dict[1]}, {vs_default[0]}/{vs_default[1]}")
-    report["seconds"] = round(time.perf_counter() - started, 1)
-    if args.json:
-        args.json.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    write_report(args.json, report, started)
     return 0
 
 
