@@ -42,7 +42,8 @@ from karukan_engine.conversion.settings import ConversionSettings, FusionWeights
 from karukan_engine.kana import to_hiragana  # noqa: E402
 from karukan_engine.evaluation.metrics import EvalItem, load_items  # noqa: E402
 # The weight fit, and the statistics this comparison shares with it, belong to the build tool.
-from tools.fusion_fit import N_CANDIDATES, fit, gather_evidence, paired, request_of, summary_of  # noqa: E402
+from tools.fusion_fit import (N_CANDIDATES, fit, gather_evidence, paired, request_of, summary_of,  # noqa: E402
+                              top_correct)
 
 EVAL_DIR = ROOT / "karukan_engine" / "data" / "eval"
 DEV_SETS = ("mozc_evaluation.tsv", "anthy_corpus.tsv", "anthy_context.jsonl")
@@ -133,6 +134,20 @@ def row(items: Sequence[EvalItem], run: Run, dictionary: Run | None) -> dict:
         summary.update(wins_vs_dictionary=versus.wins, losses_vs_dictionary=versus.losses,
                        sign_test_p=versus.p)
     return summary
+
+
+def changed_rows(items: Sequence[EvalItem], run: Run, dictionary: Run) -> dict[str, list[dict]]:
+    """The rows a system fixes and breaks against the dictionary: reading, the end of the left
+    context, both first candidates and the gold text."""
+    out: dict[str, list[dict]] = {"fixed": [], "broken": []}
+    for item, ours, theirs in zip(items, run.outputs, dictionary.outputs):
+        a, b = top_correct(item, ours), top_correct(item, theirs)
+        if a != b:
+            out["fixed" if a else "broken"].append({
+                "reading": item.reading, "context": (item.context or "")[-20:],
+                "dictionary": theirs[0] if theirs else "", "system": ours[0] if ours else "",
+                "gold": item.outputs[0]})
+    return out
 
 
 def format_row(set_name: str, system: str, s: dict) -> str:
@@ -227,6 +242,9 @@ def main() -> int:
                              "which fits on every set")
     parser.add_argument("--systems", nargs="*", choices=SYSTEMS, default=list(SYSTEMS),
                         help="systems to score besides the dictionary (default: all)")
+    parser.add_argument("--pairs", type=Path,
+                        help="write every row each system fixes or breaks against the dictionary here "
+                             "(held-out rows are corpus text: keep the file out of the repository)")
     parser.add_argument("--space-budget-ms", type=float, default=math.inf,
                         help="the fused systems' Space budget (default: none, all of the model work); "
                              "a finite one makes the figures depend on this machine's speed")
@@ -281,6 +299,7 @@ def main() -> int:
                             lexicon=fused_base.lexicon)
     neural = NeuralConverter(model)
     results: dict = {}
+    pairs: dict = {}
     for set_name, items in sets.items():
         held_out = items[1::2]
         runs = {"dictionary": timed(held_out, dictionary_top)}
@@ -296,6 +315,10 @@ def main() -> int:
             summary = row(held_out, run, runs["dictionary"] if system != "dictionary" else None)
             results.setdefault(set_name, {})[system] = summary
             print(format_row(set_name, system, summary), flush=True)
+            if system != "dictionary":
+                pairs.setdefault(set_name, {})[system] = changed_rows(held_out, run, runs["dictionary"])
+    if args.pairs:
+        args.pairs.write_text(json.dumps(pairs, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     if args.json:
         args.json.write_text(json.dumps({"model": model_id, "limit": args.limit, "fitted": fitted,
                                          "weights": weights.__dict__, "results": results},

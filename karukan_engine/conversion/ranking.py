@@ -51,7 +51,8 @@ def rank(items: Sequence[Evidence], reading_chars: int, weights: FusionWeights) 
     that); otherwise the order without the model's terms stands: a small model overrules the
     dictionary where it knows the text, not where it is guessing. With `weights.margin`, the
     first of `items` (the dictionary's first: pools list it first) stays first unless another
-    candidate scores lower by at least the margin.
+    candidate scores lower by at least the margin. With `weights.keep_base_order`, the base's
+    candidates (neither the model's nor learning's) keep the order `items` gives them.
     """
     ranked = [it for it in items if it.candidate.source != Source.VARIANT]
     variants = [it.candidate for it in items if it.candidate.source == Source.VARIANT]
@@ -66,7 +67,20 @@ def rank(items: Sequence[Evidence], reading_chars: int, weights: FusionWeights) 
         lead = fused_score(ranked[order[0]], reading_chars, weights)
         if fused_score(ranked[0], reading_chars, weights) - lead < weights.margin:
             order = [0, *(i for i in order if i != 0)]
+    if weights.keep_base_order:
+        order = _base_order_kept(ranked, order)
     return unique_surfaces([ranked[i].candidate for i in order], variants)
+
+
+# Candidates the score places even when the base's order stands: what the base did not judge.
+PLACED_BY_SCORE = frozenset({Source.MODEL, Source.LEARNING})
+
+
+def _base_order_kept(ranked: Sequence[Evidence], order: list[int]) -> list[int]:
+    """order with the slots of the base's candidates refilled in their given (pool) order: the
+    model's and learning's candidates stay where the score put them."""
+    base = iter(sorted(i for i in order if ranked[i].candidate.source not in PLACED_BY_SCORE))
+    return [i if ranked[i].candidate.source in PLACED_BY_SCORE else next(base) for i in order]
 
 
 def _order(ranked: Sequence[Evidence], reading_chars: int, weights: FusionWeights) -> list[int]:

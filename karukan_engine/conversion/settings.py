@@ -44,6 +44,11 @@ class FusionWeights:
     # Another candidate goes before the dictionary's first only when its score is lower by at
     # least this: a near tie is no reason to overrule the dictionary.
     margin: float = 0.0
+    # The base converter's candidates keep its order among themselves; the score places only the
+    # model's and learning's. For a base that judged its paths with language models (the
+    # product's lattice) and a network whose NLL has no weight: reordering the base by its raw
+    # path cost would undo that judgement (docs/benchmarks.md "The base's order stands").
+    keep_base_order: bool = False
 
     def __post_init__(self) -> None:
         if not all(v >= 0 for v in (self.lattice, self.nll, self.learning, self.unaligned, self.nll_total,
@@ -73,7 +78,7 @@ class FusionWeights:
 # set: docs/benchmarks.md "Quality".
 FITTED_WEIGHTS: dict[str, FusionWeights] = {
     "karukan-bundled": FusionWeights(lattice=2.0, nll=0.0, learning=1.0, unaligned=8.0, nll_total=0.0,
-                                     ngram=0.1, margin=0.5),
+                                     ngram=0.1, margin=0.5, keep_base_order=True),
 }
 
 # Space budgets (ms) per model, used when the config sets no space_budget_ms: the bundled model
@@ -152,7 +157,10 @@ class ConversionSettings:
             wknown = {f.name for f in fields(FusionWeights)}
             if not isinstance(weights, Mapping) or set(weights) - wknown:
                 raise ValueError("conversion.weights takes: " + ", ".join(sorted(wknown)))
-            values["weights"] = replace(FusionWeights(), **{k: float(v) for k, v in weights.items()})
+            if not isinstance(weights.get("keep_base_order", False), bool):
+                raise ValueError("conversion.weights.keep_base_order must be true or false")
+            values["weights"] = replace(FusionWeights(), **{k: v if k == "keep_base_order" else float(v)
+                                                            for k, v in weights.items()})
         return replace(cls(), **values)
 
     @classmethod

@@ -94,6 +94,22 @@ def test_paired_counts_only_discordant_items():
     assert fusion_fit.paired(items, ours, theirs) == fusion_fit.Paired(1, 1)
 
 
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from(["a", "b", "c", None]),
+                          st.sampled_from(["a", "b", "c", None])), max_size=20))
+@settings(max_examples=100)
+def test_the_changed_rows_are_the_paired_wins_and_losses(rows):
+    items = [EvalItem(f"よみ{i}", (gold,), context="前の文" * 10) for i, (gold, _, _) in enumerate(rows)]
+    ours = fq.Run([[a] if a else [] for _, a, _ in rows], [0.0] * len(rows))
+    theirs = fq.Run([[b] if b else [] for _, _, b in rows], [0.0] * len(rows))
+    changed = fq.changed_rows(items, ours, theirs)
+    versus = fusion_fit.paired(items, ours.outputs, theirs.outputs)
+    assert (len(changed["fixed"]), len(changed["broken"])) == (versus.wins, versus.losses)
+    for row in changed["fixed"]:
+        assert row["system"] == row["gold"] != row["dictionary"] and len(row["context"]) == 20
+    for row in changed["broken"]:
+        assert row["dictionary"] == row["gold"] != row["system"]
+
+
 def test_no_model_say_ranks_like_the_dictionary():
     pool = [ev("b", 5000, 0.1), ev("a", 1000, 9.0), ev("c", None, 0.0, "model")]
     assert fusion_fit.ranked_surfaces(EvalItem("よみ", ("a",)), pool, fusion_fit.NO_MODEL_SAY) == ["b", "a", "c"]
@@ -132,10 +148,14 @@ def test_the_script_runs_end_to_end(tmp_path):
 
 @pytest.mark.slow
 def test_lm_scores_the_products_lattice_beside_the_dictionary(tmp_path):
-    payload = run_script(tmp_path, SCRIPT, "--lm", "--systems", "fused-rerank")
+    payload = run_script(tmp_path, SCRIPT, "--lm", "--systems", "fused-rerank", "--pairs", str(tmp_path / "pairs.json"))
     rows = payload["results"]["dev.tsv"]
     assert set(rows) == {"dictionary", "lattice-lm", "fused-rerank"}
     assert rows["lattice-lm"]["items"] == 2 and "wins_vs_dictionary" in rows["lattice-lm"]
+    pairs = json.loads((tmp_path / "pairs.json").read_text(encoding="utf-8"))["dev.tsv"]
+    for system in ("lattice-lm", "fused-rerank"):
+        assert len(pairs[system]["fixed"]) == rows[system]["wins_vs_dictionary"]
+        assert len(pairs[system]["broken"]) == rows[system]["losses_vs_dictionary"]
 
 
 def test_gathered_evidence_is_what_the_converter_ranks_whatever_the_weights(tmp_path):

@@ -273,3 +273,36 @@ def test_the_margin_keeps_the_first_unless_another_leads_by_it(items, w, margin,
         lead = min(fused_score(it, n, w) for it in scored if it.candidate.surface == first)
         assert fused_score(scored[0], n, w) - lead >= margin
         assert first == plain[0].surface
+
+
+def test_the_base_order_stands_and_only_the_models_and_learnings_candidates_move():
+    # The base judged 会派 over 会は with its language models; their raw path costs say otherwise.
+    items = [ev("会派", cost=5000), ev("会は", cost=3000), ev("回は", cost=4000),
+             ev("かいは", cost=2000, source="model"), ev("貝は", cost=2500, learning=1.0, source="learning")]
+    scored = FusionWeights(lattice=1.0, nll=0.0, learning=1.0, unaligned=5.0)
+    assert [c.surface for c in rank(items, 3, scored)] == ["貝は", "かいは", "会は", "回は", "会派"]
+    kept = replace(scored, keep_base_order=True)
+    assert [c.surface for c in rank(items, 3, kept)] == ["貝は", "かいは", "会派", "会は", "回は"]
+
+
+@given(st.lists(evidence, max_size=12), weights, st.integers(1, 20), st.booleans())
+@settings(max_examples=200)
+def test_with_the_base_order_kept_the_base_candidates_come_out_in_their_given_order(items, w, n, margin):
+    items = [replace(it, candidate=Candidate(f"{i}", source=it.candidate.source)) for i, it in enumerate(items)]
+    w = replace(w, keep_base_order=True, margin=1.0 if margin else 0.0)
+    ranked = rank(items, n, w)
+    base = [it.candidate for it in items if it.candidate.source not in ("model", "learning", "variant")]
+    assert [c for c in ranked if c in base] == base
+    assert sorted(c.surface for c in ranked) == sorted(it.candidate.surface for it in items)
+    # the slots stay where the score put them: the same sources in the same places as without
+    unkept = rank(items, n, replace(w, keep_base_order=False))
+    moved = ("model", "learning")
+    assert [c.source in moved for c in ranked] == [c.source in moved for c in unkept]
+    assert [c for c in ranked if c.source in moved] == [c for c in unkept if c.source in moved]
+
+
+def test_keep_base_order_is_a_switch_in_the_config():
+    s = ConversionSettings.from_mapping({"weights": {"keep_base_order": True, "nll": 1}})
+    assert s.weights.keep_base_order is True and s.weights.nll == 1.0
+    with pytest.raises(ValueError):
+        ConversionSettings.from_mapping({"weights": {"keep_base_order": 1}})

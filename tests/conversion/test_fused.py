@@ -527,3 +527,49 @@ def test_the_engine_service_measures_the_space_stages_before_the_first_space(mod
     finally:
         service.close()
         batch.close()
+
+
+@pytest.fixture(scope="module")
+def judged_base(system):
+    """The product's lattice: the dictionary judged with the bundled character and word n-grams."""
+    from karukan_engine.lattice.word_lm import LoadedWordScorer
+    from karukan_engine.lm.bundled import LoadedNgram, shared_ngram
+
+    chars, words = LoadedNgram(shared_ngram()), LoadedWordScorer(system)
+    chars.handle.settle()
+    words.handle.settle()
+    assert chars() is not None and words() is not None
+    return LatticeConverter(system, None, None, lm=chars, word_lm=words)
+
+
+def test_the_bundled_weights_keep_the_judged_lattices_order(judged_base, model, system):
+    """The model's candidates join the list; the lattice's own keep the order its language
+    models gave them, which the raw path costs of the fused score would undo (一万 → 1万)."""
+    from karukan_engine.conversion.settings import FITTED_WEIGHTS
+
+    fitted = FITTED_WEIGHTS["karukan-bundled"]
+    assert fitted.keep_base_order
+    reordered = []
+    for keep in (True, False):
+        settings = replace(SETTINGS, weights=replace(fitted, keep_base_order=keep))
+        fused = FusedConverter(judged_base, [ModelSlot(model, "tiny")], settings, lexicon=system)
+        for reading in ("いちまん", "かいは", "こめこうじです", *READINGS):
+            found = fused.candidates(req(reading), 9)
+            own = [c.surface for c in found if c.source not in ("model", "learning", "variant")]
+            lattice = [c.surface for c in judged_base.candidates(req(reading), 30) if c.source != "variant"]
+            if keep:
+                assert own == lattice[:len(own)] and len(own) >= 3
+            elif own != lattice[:len(own)]:
+                reordered.append(reading)
+    assert reordered   # without it the fused score reorders them: the check above can fail
+
+
+def test_with_the_base_order_kept_live_text_weighs_the_dictionarys_text_and_the_models(base, model, system):
+    kept = replace(SETTINGS, weights=replace(SETTINGS.weights, lattice=0.0, unaligned=0.0, nll=1.0,
+                                             keep_base_order=True))
+    fused = FusedConverter(base, [ModelSlot(model, "tiny")], kept, system)
+    slot = fused.slots[0]
+    for a, b in (("今日", "京"), ("京", "今日"), ("会議", "かいぎ")):
+        reading = "きょう" if a != "会議" else "かいぎ"
+        nll = model.score_many(reading, "", [a, b])
+        assert fused.live_text.arbitrate(slot, reading, "", a, b) == (b if nll[1] < nll[0] else a)

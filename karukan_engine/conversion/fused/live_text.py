@@ -114,11 +114,12 @@ class LiveConversion:
         """The live text of a chunk: the fused score's choice among the dictionary's text, the
         lattice's other spellings of the chunk (homophones: 機会/機械) and the model's text, with
         the same weights as explicit conversion, so a weak model cannot put nonsense in the
-        preedit. Without a model score only the dictionary's text and the model's compete."""
+        preedit. Without a model score, or with the base's order kept (its other spellings
+        never pass its first), only the dictionary's text and the model's compete."""
         weights = self.settings.weights
         model = slot.get()
         pool = [dictionary_text]
-        if weights.uses_model_score and model is not None:
+        if weights.uses_model_score and model is not None and not weights.keep_base_order:
             others = self.base.candidates(ConversionRequest(reading, context), LIVE_NBEST)
             pool += [c.surface for c in others if c.source != Source.VARIANT]
         if model_text is not None:
