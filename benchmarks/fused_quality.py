@@ -12,11 +12,13 @@ its held-out sets: the documentation split (`pairs/test.jsonl`) and every set in
 scored without it ("(no context)"); those copies are never fitted on.
 
 Systems: dictionary (lattice N-best), model (beam search alone), fused-rerank (one score over
-lattice cost, model NLL and learning: karukan_engine.conversion.ranking) and fused-verify
-(Zenzai-style verification). Besides Acc@1 (with a 95 % Wilson interval), Recall@5 and MinCER,
+lattice cost, model NLL and learning: karukan_engine.conversion.ranking), fused-verify
+(Zenzai-style verification) and fused-live (live conversion's text: the model's refinement where
+the weights let it come first, else the dictionary's). Besides Acc@1 (with a 95 % Wilson interval), Recall@5 and MinCER,
 every system is compared with the dictionary item by item: items it fixes (+), items it breaks
 (-) and the two-sided sign-test p of that split.
 
+--weights K=V,...: rank with these weights instead of the model's fitted ones.
 --fit: fits the weights on the fit rows first (tools/fusion_fit.py: a grid search over the weights
 that gives the model a say only when it fixes significantly more fit rows than it breaks).
 """
@@ -49,7 +51,9 @@ EVAL_DIR = ROOT / "karukan_engine" / "data" / "eval"
 DEV_SETS = ("mozc_evaluation.tsv", "anthy_corpus.tsv", "anthy_context.jsonl")
 DOCS_SET = "docs_heldout"
 NO_CONTEXT = " (no context)"
-SYSTEMS = ("model", "fused-rerank", "fused-verify")   # each compared with the dictionary
+# each compared with the dictionary; fused-live: the live text (the model's refinement where the
+# weights let it come first, else the dictionary's), one candidate
+SYSTEMS = ("model", "fused-rerank", "fused-verify", "fused-live")
 def sample(items: list[EvalItem], limit: int) -> list[EvalItem]:
     step = max(1, len(items) // max(1, limit))
     return items[::step][:limit]
@@ -222,7 +226,11 @@ def parse_weights(text: str) -> FusionWeights:
     values = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, _, value = part.partition("=")
-        values[key.strip()] = None if value.strip() == "none" else float(value)
+        key, value = key.strip(), value.strip()
+        if key == "keep_base_order":
+            values[key] = value.lower() in ("1", "true", "yes")
+        else:
+            values[key] = None if value == "none" else float(value)
     return FusionWeights(**{"learning": 1.0, **values})
 
 
@@ -242,6 +250,9 @@ def main() -> int:
                              "which fits on every set")
     parser.add_argument("--systems", nargs="*", choices=SYSTEMS, default=list(SYSTEMS),
                         help="systems to score besides the dictionary (default: all)")
+    parser.add_argument("--weights", type=parse_weights, metavar="K=V,...",
+                        help="rank with these weights instead of the model's fitted ones "
+                             "(e.g. the fit's before a change: ...,margin=0.5,keep_base_order=true)")
     parser.add_argument("--pairs", type=Path,
                         help="write every row each system fixes or breaks against the dictionary here "
                              "(held-out rows are corpus text: keep the file out of the repository)")
@@ -249,6 +260,8 @@ def main() -> int:
                         help="the fused systems' Space budget (default: none, all of the model work); "
                              "a finite one makes the figures depend on this machine's speed")
     args = parser.parse_args()
+    if args.fit and args.weights:
+        parser.error("--fit chooses the weights: no --weights with it")
     if args.fit and not math.isinf(args.space_budget_ms):
         parser.error("--fit weighs all of the model work: no --space-budget-ms with it")
     if args.sets and args.fit:
@@ -274,7 +287,7 @@ def main() -> int:
     def dictionary_top(item: EvalItem) -> list[str]:
         return [c.surface for c in base.candidates(request_of(item), N_CANDIDATES)]
 
-    weights, fitted = settings.weights, None
+    weights, fitted = args.weights or settings.weights, None
     if args.fit:
         # The no-context copies repeat rows already fitted with their context.
         fit_sets = [(name, it) for name, items in sets.items() if not name.endswith(NO_CONTEXT)
@@ -311,6 +324,9 @@ def main() -> int:
         for system, fused in (("fused-rerank", rerank), ("fused-verify", verify)):
             if system in args.systems:
                 runs[system] = timed(held_out, lambda it, f=fused: [c.surface for c in f.candidates(request_of(it), N_CANDIDATES)])
+        if "fused-live" in args.systems:
+            runs["fused-live"] = timed(held_out, lambda it: [rerank.live_refined(request_of(it))
+                                                             or rerank.live(request_of(it))])
         for system, run in runs.items():
             summary = row(held_out, run, runs["dictionary"] if system != "dictionary" else None)
             results.setdefault(set_name, {})[system] = summary

@@ -73,8 +73,13 @@ class LiveConverter(EngineConverter, Protocol):
     settings: ConversionSettings
 
     def model_ready(self) -> bool:
-        """True when a loaded model can improve on live_quick through live_refined (False while
-        it loads, and when the weights give it no say)."""
+        """True when a loaded model has a say (False while it loads, and when the weights give
+        it none): it may refine the suggestions."""
+        ...
+
+    def refines_live(self) -> bool:
+        """True when live_refined can change live_quick's text (a model is ready and the
+        weights let its text come first); LiveService queues no live refinement otherwise."""
         ...
 
     def live_quick(self, request: ConversionRequest) -> str:

@@ -111,6 +111,9 @@ class DictionaryOnly:
     def model_ready(self) -> bool:
         return False
 
+    def refines_live(self) -> bool:
+        return False
+
     def live_quick(self, request: ConversionRequest) -> str:
         return self.converter.live(request)
 
@@ -189,7 +192,7 @@ class LiveService:
     @property
     def asynchronous(self) -> bool:
         """True when a model can refine the quick text later."""
-        return self.converter.model_ready()
+        return self.converter.refines_live()
 
     def begin(self, context: ContextId) -> int:
         """A new event in `context`: its earlier work is superseded. Returns the event's

@@ -110,6 +110,12 @@ def test_the_changed_rows_are_the_paired_wins_and_losses(rows):
         assert row["dictionary"] == row["gold"] != row["system"]
 
 
+def test_weights_from_the_command_line():
+    w = fq.parse_weights("lattice=2,margin=0.5,keep_base_order=true,confident_nll=none")
+    assert (w.lattice, w.margin, w.keep_base_order, w.confident_nll, w.learning) == (2.0, 0.5, True, None, 1.0)
+    assert not fq.parse_weights("keep_base_order=false").keep_base_order
+
+
 def test_no_model_say_ranks_like_the_dictionary():
     pool = [ev("b", 5000, 0.1), ev("a", 1000, 9.0), ev("c", None, 0.0, "model")]
     assert fusion_fit.ranked_surfaces(EvalItem("よみ", ("a",)), pool, fusion_fit.NO_MODEL_SAY) == ["b", "a", "c"]
@@ -140,7 +146,7 @@ def run_script(tmp_path, script: Path, *extra: str) -> dict:
 def test_the_script_runs_end_to_end(tmp_path):
     payload = run_script(tmp_path, SCRIPT, "--fit")
     rows = payload["results"]["dev.tsv"]
-    assert set(rows) == {"dictionary", "model", "fused-rerank", "fused-verify"}
+    assert set(rows) == {"dictionary", "model", "fused-rerank", "fused-verify", "fused-live"}
     assert rows["fused-rerank"]["items"] == 2
     assert {"wins_vs_dictionary", "losses_vs_dictionary", "sign_test_p", "acc1_nfkc_ci95"} <= set(rows["model"])
     assert payload["fitted"]["fit_items"] == 2
@@ -148,9 +154,10 @@ def test_the_script_runs_end_to_end(tmp_path):
 
 @pytest.mark.slow
 def test_lm_scores_the_products_lattice_beside_the_dictionary(tmp_path):
-    payload = run_script(tmp_path, SCRIPT, "--lm", "--systems", "fused-rerank", "--pairs", str(tmp_path / "pairs.json"))
+    payload = run_script(tmp_path, SCRIPT, "--lm", "--systems", "fused-rerank", "fused-live",
+                         "--pairs", str(tmp_path / "pairs.json"))
     rows = payload["results"]["dev.tsv"]
-    assert set(rows) == {"dictionary", "lattice-lm", "fused-rerank"}
+    assert set(rows) == {"dictionary", "lattice-lm", "fused-rerank", "fused-live"}
     assert rows["lattice-lm"]["items"] == 2 and "wins_vs_dictionary" in rows["lattice-lm"]
     pairs = json.loads((tmp_path / "pairs.json").read_text(encoding="utf-8"))["dev.tsv"]
     for system in ("lattice-lm", "fused-rerank"):

@@ -306,3 +306,12 @@ def test_keep_base_order_is_a_switch_in_the_config():
     assert s.weights.keep_base_order is True and s.weights.nll == 1.0
     with pytest.raises(ValueError):
         ConversionSettings.from_mapping({"weights": {"keep_base_order": 1}})
+
+
+@given(st.lists(evidence, min_size=1, max_size=12), weights, st.integers(1, 20))
+@settings(max_examples=200)
+def test_an_infinite_margin_keeps_the_pools_first_candidate_first(items, w, n):
+    ranked = rank(items, n, replace(w, margin=float("inf")))
+    firsts = [it.candidate for it in items if it.candidate.source != "variant"]
+    if firsts:
+        assert ranked[0] == firsts[0]

@@ -573,3 +573,28 @@ def test_with_the_base_order_kept_live_text_weighs_the_dictionarys_text_and_the_
         reading = "きょう" if a != "会議" else "かいぎ"
         nll = model.score_many(reading, "", [a, b])
         assert fused.live_text.arbitrate(slot, reading, "", a, b) == (b if nll[1] < nll[0] else a)
+
+
+def test_with_the_bundled_weights_the_models_text_joins_the_list_but_never_leads(judged_base, model, system):
+    """An infinite margin: Space's first candidate and the live text are the lattice's (the
+    network's text was right on 3 of the 30 rows where it led), no live refinement is queued,
+    and the network's candidates still join the list."""
+    from karukan_engine.conversion.settings import FITTED_WEIGHTS
+
+    fitted = replace(SETTINGS, weights=FITTED_WEIGHTS["karukan-bundled"])
+    fused = FusedConverter(judged_base, [ModelSlot(model, "tiny")], fitted, lexicon=system)
+    assert fused.model_ready() and not fused.refines_live()
+    joined = 0
+    for reading in READINGS:
+        assert fused.live_refined(req(reading)) is None
+        assert fused.live(req(reading)) == judged_base.live(req(reading))
+        assert fused.candidates(req(reading), 9)[0] == judged_base.candidates(req(reading), 1)[0]
+        # a short pool, so the network's candidates (a tiny random model's: unaligned) show
+        pool = judged_base.candidates(req(reading), 3)
+        found = fused.ranking.reranked(fused.slots[0], req(reading), pool, 20)
+        assert found[0] == pool[0]
+        joined += any(c.source == "model" for c in found)
+    assert joined
+    finite = FusedConverter(judged_base, [ModelSlot(model, "tiny")],
+                            replace(fitted, weights=replace(fitted.weights, margin=0.5)), lexicon=system)
+    assert finite.refines_live() and finite.live_refined(req(READINGS[0])) is not None

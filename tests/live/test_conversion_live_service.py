@@ -12,6 +12,7 @@ from karukan_engine.core.types import ConversionRequest
 from karukan_engine.dictionary.learning import LearningStore
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.lattice.converter import LatticeConverter
+from service_fakes import GatedModelConverter
 
 needs_dictionary = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(),
                                       reason="compiled dictionary not built")
@@ -89,5 +90,24 @@ def test_suggestions_arrive_for_the_current_key_only(tmp_path):
         gate.set()
         assert service.scheduler.idle(30)
         assert got == []
+    finally:
+        service.shutdown()
+
+
+
+@pytest.mark.parametrize("refines", [True, False])
+def test_live_work_is_queued_only_for_a_converter_that_refines_live_text(refines):
+    """A ready model whose weights never put its text first (the bundled one) wakes no worker
+    on a key: its live refinement could only give the quick text back."""
+    converter = GatedModelConverter()
+    converter.refines_live = lambda: refines
+    converter.gate.set()
+    service = LiveService(converter)
+    got = []
+    try:
+        assert service.key("s", service.begin("s"), ConversionRequest("かな"), got.append) == "かな"
+        assert service.scheduler.idle(10)
+        assert ("かな" in converter.started) == refines
+        assert [u.text for u in got if u.kind is UpdateKind.LIVE] == (["[かな]"] if refines else [])
     finally:
         service.shutdown()

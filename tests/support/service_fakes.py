@@ -41,6 +41,9 @@ class GatedModelConverter(PlainConverter):
     def model_ready(self) -> bool:
         return True
 
+    def refines_live(self) -> bool:
+        return True
+
     def live_quick(self, request: ConversionRequest) -> str:
         return request.reading
 

@@ -102,6 +102,9 @@ class SuggestingConverter(ScriptedConverter):
     def model_ready(self) -> bool:
         return False
 
+    def refines_live(self) -> bool:
+        return False
+
     def live_quick(self, request: ConversionRequest) -> str:
         return self.live(request)
 

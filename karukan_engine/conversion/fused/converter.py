@@ -67,6 +67,9 @@ class FusedConverter:
     def model_ready(self) -> bool:
         return self.shared.model_ready()
 
+    def refines_live(self) -> bool:
+        return self.shared.model_ready() and not self.shared.model_never_first()
+
     def wait_for_model(self, timeout: float | None = None) -> bool:
         return self.shared.wait_for_model(timeout)
 

@@ -48,7 +48,7 @@ class LiveConversion:
 
     def refined(self, request: ConversionRequest, ctx: JobContext | None = None) -> str | None:
         """The model's text, or None: no model, nothing fits the budget, or superseded."""
-        if not request.reading or self.shared.model_never_wins():
+        if not request.reading or self.shared.model_never_first():
             return None
         slot = self._slot_for(request, ctx)
         if slot is None:

@@ -3,6 +3,7 @@ n-gram handle, the stage timings with their budget chooser, and the "chosen befo
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Sequence
 
@@ -57,6 +58,11 @@ class FusionShared:
         dictionary's (which then wins): the fitted weights say the model adds nothing live."""
         weights = self.settings.weights
         return weights.lattice == weights.unaligned == 0 and not weights.uses_model_score
+
+    def model_never_first(self) -> bool:
+        """The model's text never comes before the dictionary's first (no say, or an infinite
+        margin: it only joins the candidate list), so live text is the dictionary's."""
+        return self.model_never_wins() or self.settings.weights.margin == math.inf
 
     def max_new_for(self, reading: str) -> int:
         """Token budget of one conversion: a surface is rarely longer than its reading."""
