@@ -14,9 +14,10 @@ scored without it ("(no context)"); those copies are never fitted on.
 Systems: dictionary (lattice N-best), model (beam search alone), fused-rerank (one score over
 lattice cost, model NLL and learning: karukan_engine.conversion.ranking), fused-verify
 (Zenzai-style verification) and fused-live (live conversion's text: the model's refinement where
-the weights let it come first, else the dictionary's). Besides Acc@1 (with a 95 % Wilson interval), Recall@5 and MinCER,
-every system is compared with the dictionary item by item: items it fixes (+), items it breaks
-(-) and the two-sided sign-test p of that split.
+the weights let it come first, else the dictionary's). Besides Acc@1 (with a 95 % Wilson
+interval), Recall@5 and MinCER, every system is compared with the dictionary item by item: items
+it fixes (+), items it breaks (-) and the two-sided sign-test p of that split; --pairs FILE
+writes those items.
 
 --weights K=V,...: rank with these weights instead of the model's fitted ones.
 --fit: fits the weights on the fit rows first (tools/fusion_fit.py: a grid search over the weights
