@@ -21,12 +21,13 @@ Mozc desktops run as the unprivileged --user (create it first: `useradd -m mozcu
 
     python benchmarks/gtk_latency.py [--engines karukan-ibus,mozc-ibus,karukan-fcitx5,mozc-fcitx5]
                                    [--repeats 3] [--no-model] [--settle-s 10] [--json out.json]
-                                   [--quiet-ms 150] [--no-prepare] [--no-quick]
+                                   [--quiet-ms 150] [--no-prepare] [--no-quick] [--no-suggest]
 
 --quiet-ms sets how long the preedit must be still before Space (the user's pause);
 --no-prepare gives Karukan `[conversion] prepare_space = false` (its config file in the
 desktop's private XDG_CONFIG_HOME), so Space is not prepared during that pause, and --no-quick
-`quick_space = false`, so an unprepared Space waits for the model. "settled" is Space → the
+`quick_space = false`, so an unprepared Space waits for the model, and --no-suggest `[suggest]
+enabled = false` (no completions list after each key). "settled" is Space → the
 last preedit change within SETTLED_QUIET_S of stillness after it: with quick Space, when the
 model's conversion replaced the first answer (the same as "Space" when none did).
 
@@ -133,14 +134,15 @@ def select_fcitx5_im(desktop: HeadlessDesktop, name: str) -> None:
 
 
 def start(engine: str, desktop: HeadlessDesktop, use_model: bool, prepare: bool = True,
-          quick: bool = True) -> GtkClient:
+          quick: bool = True, suggest: bool = True) -> GtkClient:
     model = [] if use_model else ["--no-model"]
     mozc = engine.startswith("mozc")
-    if not mozc and not (prepare and quick):
+    if not mozc and not (prepare and quick and suggest):
         config = Path(desktop.env["XDG_CONFIG_HOME"]) / "karukan/config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(f"[conversion]\nprepare_space = {str(prepare).lower()}\n"
-                          f"quick_space = {str(quick).lower()}\n")
+                          f"quick_space = {str(quick).lower()}\n"
+                          f"[suggest]\nenabled = {str(suggest).lower()}\n")
     if engine != "mozc-ibus":         # ibus-daemon owns its bus
         desktop.start_session_bus()
     desktop.start_xvfb()
@@ -322,6 +324,7 @@ def main() -> int:
                         help="how long the preedit is still before Space (the pause)")
     parser.add_argument("--no-prepare", action="store_true", help="Karukan with [conversion] prepare_space = false")
     parser.add_argument("--no-quick", action="store_true", help="Karukan with [conversion] quick_space = false")
+    parser.add_argument("--no-suggest", action="store_true", help="Karukan with [suggest] enabled = false")
     parser.add_argument("--pace-ms", type=float, default=0.0, help="at most one typed key per this many ms")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -333,7 +336,8 @@ def main() -> int:
     for engine in args.engines.split(","):
         user = args.user if engine.startswith("mozc") and os.geteuid() == 0 else None
         with HeadlessDesktop(user=user) as desktop:
-            gtk = start(engine, desktop, not args.no_model, not args.no_prepare, not args.no_quick)
+            gtk = start(engine, desktop, not args.no_model, not args.no_prepare, not args.no_quick,
+                        not args.no_suggest)
             time.sleep(args.settle_s)
             results[engine] = measure(gtk, args.repeats, args.quiet_ms / 1000.0, args.pace_ms / 1000.0)
             gtk.close()
@@ -352,6 +356,7 @@ def main() -> int:
         args.json.write_text(json.dumps({
             "benchmark": "gtk_latency", "repeats": args.repeats, "sentences": SENTENCES,
             "model": not args.no_model, "prepare_space": not args.no_prepare, "quick_space": not args.no_quick,
+            "suggest": not args.no_suggest,
             "quiet_ms": args.quiet_ms, "pace_ms": args.pace_ms, "burst": BURST,
             "settle_s": args.settle_s, "load": os.getloadavg(), "cpus": os.cpu_count(),
             "python": platform.python_version(), "results": results,
