@@ -133,16 +133,23 @@ def select_fcitx5_im(desktop: HeadlessDesktop, name: str) -> None:
     raise SystemExit(f"fcitx5 never switched to {name}")
 
 
+def karukan_config(prepare: bool, quick: bool, suggest: bool) -> str | None:
+    """Karukan's config.toml for the options that differ from its defaults (None: all default)."""
+    if prepare and quick and suggest:
+        return None
+    return (f"[conversion]\nprepare_space = {str(prepare).lower()}\nquick_space = {str(quick).lower()}\n"
+            f"[suggest]\nenabled = {str(suggest).lower()}\n")
+
+
 def start(engine: str, desktop: HeadlessDesktop, use_model: bool, prepare: bool = True,
           quick: bool = True, suggest: bool = True) -> GtkClient:
     model = [] if use_model else ["--no-model"]
     mozc = engine.startswith("mozc")
-    if not mozc and not (prepare and quick and suggest):
+    text = karukan_config(prepare, quick, suggest)
+    if not mozc and text is not None:
         config = Path(desktop.env["XDG_CONFIG_HOME"]) / "karukan/config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(f"[conversion]\nprepare_space = {str(prepare).lower()}\n"
-                          f"quick_space = {str(quick).lower()}\n"
-                          f"[suggest]\nenabled = {str(suggest).lower()}\n")
+        config.write_text(text)
     if engine != "mozc-ibus":         # ibus-daemon owns its bus
         desktop.start_session_bus()
     desktop.start_xvfb()

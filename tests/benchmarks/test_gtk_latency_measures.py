@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from gtk_latency import commit_latency, keys_with_two_texts, settled_text_latency  # noqa: E402
+from gtk_latency import commit_latency, karukan_config, keys_with_two_texts, settled_text_latency  # noqa: E402
 
 
 def test_a_key_whose_preedit_changes_to_another_text_counts_once():
@@ -41,3 +41,21 @@ def test_at_most_every_typed_key_flickers(key_times, changes):
     # one text per key can never flicker
     same = {"keys": timings["keys"], "preedits": [["か", t] for _x, t in timings["preedits"]]}
     assert keys_with_two_texts(same)[1] == 0
+
+
+@given(st.booleans(), st.booleans(), st.booleans())
+def test_the_karukan_config_sets_what_the_options_turn_off(prepare, quick, suggest):
+    from karukan_engine.config import Config
+
+    text = karukan_config(prepare, quick, suggest)
+    if prepare and quick and suggest:
+        assert text is None
+        return
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "config.toml"
+        path.write_text(text, encoding="utf-8")
+        config = Config.load(path)
+    conversion = config.sections["conversion"]
+    assert not config.problems
+    assert (conversion["prepare_space"], conversion["quick_space"], config.suggest.enabled) == (prepare, quick, suggest)
