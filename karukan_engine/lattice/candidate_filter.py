@@ -27,7 +27,6 @@ import enum
 from dataclasses import dataclass
 from typing import Sequence, TypeVar
 
-from karukan_engine.kana import is_one_kanji
 
 MIN_COST = 100          # a top candidate cheaper than this counts as this (as in Mozc)
 COST_OFFSET = 6907      # 500 ln 10^6
