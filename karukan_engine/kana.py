@@ -174,5 +174,11 @@ def has_kanji(text: str) -> bool:
     return any(is_kanji(ch) for ch in text)
 
 
+def has_kanji_or_katakana(text: str) -> bool:
+    """True when `text` has a kanji or a full-width katakana letter (ァ to ヺ): it is written,
+    not kana as typed (ー and ・ do not count)."""
+    return any(is_kanji(ch) or "\u30a1" <= ch <= "\u30fa" for ch in text)
+
+
 def is_one_kanji(text: str) -> bool:
     return len(text) == 1 and is_kanji(text)

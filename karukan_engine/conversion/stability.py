@@ -34,6 +34,7 @@ from typing import Callable, Protocol, Sequence
 
 from karukan_engine.conversion.align import Aligner, Alignment
 from karukan_engine.conversion.contracts import DictionaryConverter
+from karukan_engine.kana import has_kanji_or_katakana
 
 # A last word this short (reading characters) is not a word yet.
 SHORT_TAIL = 2
@@ -60,8 +61,7 @@ class Shown:
 
 def is_converted(text: str) -> bool:
     """True when `text` has a kanji or katakana (it is not the kana as typed)."""
-    return any("\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf" or ch in "々〆"
-               or "\u30a1" <= ch <= "\u30fa" for ch in text)
+    return has_kanji_or_katakana(text)
 
 
 def tail_unfinished(word: tuple[str, str]) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from karukan_engine.kana import is_kanji
+from karukan_engine.kana import has_kanji_or_katakana
 from karukan_engine.lm.word_ngram import _mapped_npz, _write_aligned_npz
 
 FORMAT = 1
@@ -32,7 +32,7 @@ class TopicVectorsError(Exception):
 
 def is_content(surface: str) -> bool:
     """A word that says what a text is about: one with a kanji or a katakana letter."""
-    return any(is_kanji(ch) or "\u30a1" <= ch <= "\u30fa" for ch in surface)
+    return has_kanji_or_katakana(surface)
 
 
 class TopicVectors:

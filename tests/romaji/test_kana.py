@@ -93,3 +93,20 @@ def test_conversions_never_raise_and_are_idempotent(s):
               to_fullwidth_ascii, to_halfwidth_ascii, nfkc):
         once = f(s)
         assert f(once) == once
+
+
+
+@given(hiragana_text, st.text(alphabet="今日会議々", max_size=3))
+def test_written_text_has_a_kanji_or_a_katakana_letter(kana, kanji):
+    from karukan_engine.kana import has_kanji_or_katakana
+
+    assert not has_kanji_or_katakana(kana)                 # kana as typed
+    assert has_kanji_or_katakana(to_katakana(kana)) == any(ch != "ー" for ch in kana)
+    assert has_kanji_or_katakana(kana + kanji) == bool(kanji)
+
+
+def test_written_text_examples():
+    from karukan_engine.kana import has_kanji_or_katakana
+
+    assert has_kanji_or_katakana("今日") and has_kanji_or_katakana("カイ") and has_kanji_or_katakana("々")
+    assert not has_kanji_or_katakana("きょうー・") and not has_kanji_or_katakana("abc１２")
