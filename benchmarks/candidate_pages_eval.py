@@ -205,7 +205,7 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=ROOT / "work_data" / "downloads")
     parser.add_argument("--model", action="store_true", help="the default fused pipeline (with the model)")
     parser.add_argument("--lm", action="store_true",
-                        help="the dictionary with the bundled character and word n-grams, as `--no-model` converts")
+                        help="the dictionary with the bundled n-grams and corpus nouns, as `--no-model` converts")
     parser.add_argument("--config", type=Path, help="the sessions' config file (default: the defaults)")
     parser.add_argument("--show", type=int, default=0, help="print this many pages side by side")
     parser.add_argument("--json", type=Path)
@@ -226,15 +226,9 @@ def main() -> int:
     fixture = json.loads(args.fixture.read_text(encoding="utf-8"))
     items, mozc = fixture["items"], fixture["pages"]
     dictionary = SystemDictionary()
-    converter = LatticeConverter(dictionary, None, None)
-    if args.lm:
-        from karukan_engine.lattice.word_lm import LoadedWordScorer
-        from karukan_engine.lm.bundled import LoadedNgram, shared_ngram
-
-        lm, words = LoadedNgram(shared_ngram()), LoadedWordScorer(dictionary)
-        lm.handle.settle()
-        words.handle.settle()
-        converter = LatticeConverter(dictionary, None, None, lm=lm, word_lm=words)
+    # the fused pipeline builds on the product's lattice, as the engine's does
+    converter = (LatticeConverter.judged(dictionary) if args.lm or args.model
+                 else LatticeConverter(dictionary, None, None))
     if args.model:
         from karukan_engine.conversion.factory import ConverterOptions
         from karukan_engine.conversion.fused import build_fused_converter

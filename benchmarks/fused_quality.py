@@ -207,17 +207,8 @@ def load_pipeline(args: argparse.Namespace, lm: bool = False) -> Pipeline:
     if BUNDLED_NGRAM.is_file():   # the fit weighs it whatever the weights it starts from
         ngram = bundled_ngram()
         ngram.wait()
-    judged = None   # lm: also the product's lattice, with both bundled n-grams
-    if lm:
-        from karukan_engine.lattice.corpus_words import CorpusWordSource
-        from karukan_engine.lattice.word_lm import LoadedWordScorer
-        from karukan_engine.lm.bundled import LoadedNgram, shared_ngram
-
-        chars, words = LoadedNgram(shared_ngram()), LoadedWordScorer(dictionary)
-        chars.handle.settle()
-        words.handle.settle()
-        judged = LatticeConverter(dictionary, None, None, lm=chars, word_lm=words,
-                                  corpus_words=CorpusWordSource.load(dictionary))
+    # lm: also the product's lattice, with both bundled n-grams and the corpus nouns
+    judged = LatticeConverter.judged(dictionary) if lm else None
     return Pipeline(dictionary, LatticeConverter(dictionary, None, None), model, model_id,
                     ModelSlot(model, model_id), ngram, judged)
 

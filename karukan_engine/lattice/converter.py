@@ -145,6 +145,20 @@ class LatticeConverter:
         return cls(dictionary, user, LearningStore(), lm=lm, word_lm=word_lm,
                    corpus_words=CorpusWordSource.load(dictionary, directory / CORPUS_NOUNS.name))
 
+    @classmethod
+    def judged(cls, dictionary: SystemDictionary, word_weights: WordLmWeights = WordLmWeights(),
+               corpus_words: bool = True) -> "LatticeConverter":
+        """The lattice `karukan convert --no-model` converts with, less the user's dictionary and
+        learning history (benchmarks, tools, tests): both bundled n-grams, loaded before it
+        returns, and the corpus nouns unless `corpus_words` is False."""
+        from karukan_engine.lm.bundled import LoadedNgram, shared_ngram
+
+        chars, words = LoadedNgram(shared_ngram()), LoadedWordScorer(dictionary)
+        chars.handle.settle()
+        words.handle.settle()
+        return cls(dictionary, None, None, lm=chars, word_lm=words, word_weights=word_weights,
+                   corpus_words=CorpusWordSource.load(dictionary) if corpus_words else None)
+
     def prepare_in_background(self) -> threading.Thread:
         """Build what a key would otherwise build on first use (the engine: the key after a
         commit, the first with a left context, waited 50-110 ms for them): the left-context

@@ -4,9 +4,10 @@ Stages (each caches its output under the work directory and is skipped when it e
 --force): corpus, readings, pairs, train, export, ngram (the character n-gram beside the
 model), eval; `all` runs them in order. Six more run only when named: `wordlm` (the word
 trigram the lattice search scores with), `topics` (content words' company, judging the paths
-beside it; after `wordlm`), `nouns` (the corpus's frequent nouns the dictionary lacks), `devsets` (the held-out dev sets), `pools` and `rerank`
-(a fine-tune on the choice the engine asks of the model; docs/training.md "Rerank fine-tune");
-`export --from rerank` exports its weights.
+beside it; after `wordlm`), `nouns` (the corpus's frequent nouns the dictionary lacks),
+`devsets` (the held-out dev sets), `pools` and `rerank` (a fine-tune on the choice the engine
+asks of the model; docs/training.md "Rerank fine-tune"); `export --from rerank` exports its
+weights.
 """
 
 from __future__ import annotations

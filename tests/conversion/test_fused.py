@@ -532,14 +532,9 @@ def test_the_engine_service_measures_the_space_stages_before_the_first_space(mod
 @pytest.fixture(scope="module")
 def judged_base(system):
     """The product's lattice: the dictionary judged with the bundled character and word n-grams."""
-    from karukan_engine.lattice.word_lm import LoadedWordScorer
-    from karukan_engine.lm.bundled import LoadedNgram, shared_ngram
-
-    chars, words = LoadedNgram(shared_ngram()), LoadedWordScorer(system)
-    chars.handle.settle()
-    words.handle.settle()
-    assert chars() is not None and words() is not None
-    return LatticeConverter(system, None, None, lm=chars, word_lm=words)
+    converter = LatticeConverter.judged(system)
+    assert converter.lm() is not None and converter.word_lm() is not None
+    return converter
 
 
 def test_the_bundled_weights_keep_the_judged_lattices_order(judged_base, model, system):
