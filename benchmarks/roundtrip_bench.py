@@ -7,10 +7,14 @@ a "pass-through" key is one the engine declines (Left with nothing composed). Co
 applications typing at once, every key's latency pooled. "unexpected" counts keys that were
 answered otherwise (a handled key passed through because the engine missed the frontend's timeout).
 
-    python benchmarks/roundtrip_bench.py [--keys 400] [--json out.json] [--no-suggest]
+    python benchmarks/roundtrip_bench.py [--keys 400] [--json out.json] [--no-suggest] [--no-anticipate]
+                                         [--pace-ms 100]
 
 --no-suggest writes `[suggest] enabled = false` into the private HOME's config first (the
-engines then find no completions), to compare the key round trip with and without them.
+engines then find no completions), to compare the key round trip with and without them;
+--no-anticipate likewise `[session] anticipate = false`. --pace-ms pauses after each key as a
+person does (the processes then sleep between keys, as on a desktop; back to back they stay
+warm and each key costs less).
 
 With 16 clients it also records where the time went: the CPU seconds each daemon (and the bench,
 which is the 16 applications) used during that phase, and the signals the applications received
@@ -65,6 +69,9 @@ async def cancel(press: Press) -> None:
     await press(ESCAPE)
 
 
+PACE_S = 0.0   # --pace-ms: the pause after each key (0: back to back)
+
+
 async def time_keys(press: Press, keys: int, handled: bool) -> tuple[list[float], int]:
     """Latencies of `keys` presses (letters into a composition, or declined keys) and how many
     answered otherwise than expected (a key passed through because the engine was too slow)."""
@@ -78,6 +85,8 @@ async def time_keys(press: Press, keys: int, handled: bool) -> tuple[list[float]
         if i >= WARMUP:
             out.append(elapsed)
             unexpected += result != handled
+        if PACE_S:
+            await asyncio.sleep(PACE_S)
         if handled and (i + 1) % COMPOSE == 0:
             await cancel(press)
     if handled:
@@ -231,19 +240,27 @@ def main() -> int:
     parser.add_argument("--paths", default="service,fcitx5,ibus-inprocess,ibus-service",
                         help="comma-separated subset of: service, fcitx5, ibus-inprocess, ibus-service")
     parser.add_argument("--no-suggest", action="store_true", help="measure with suggestions turned off")
+    parser.add_argument("--no-anticipate", action="store_true",
+                        help="measure without working out the next letter's readings between keys")
+    parser.add_argument("--pace-ms", type=float, default=0.0,
+                        help="pause after each key, as a person types (default 0: back to back)")
     args = parser.parse_args()
+    global PACE_S
+    PACE_S = args.pace_ms / 1000.0
     paths = set(args.paths.split(","))
     results: dict = {
-        "keys": args.keys, "machine": {"cpus": os.cpu_count(), "load_1min": os.getloadavg()[0],
+        "keys": args.keys, "pace_ms": args.pace_ms, "machine": {"cpus": os.cpu_count(), "load_1min": os.getloadavg()[0],
                                        "python": platform.python_version()},
         "note": "dictionary only (--no-model): no model work per key; suggestions "
-                + ("off" if args.no_suggest else "on"),
+                + ("off" if args.no_suggest else "on") + "; anticipation " + ("off" if args.no_anticipate else "on"),
     }
     with HeadlessDesktop() as desktop:
-        if args.no_suggest:
+        settings = (["[suggest]", "enabled = false"] if args.no_suggest else []) + (
+            ["[session]", "anticipate = false"] if args.no_anticipate else [])
+        if settings:
             config = Path(desktop.env["XDG_CONFIG_HOME"]) / "karukan" / "config.toml"
             config.parent.mkdir(parents=True, exist_ok=True)
-            config.write_text("[suggest]\nenabled = false\n", encoding="utf-8")
+            config.write_text("\n".join(settings) + "\n", encoding="utf-8")
         desktop.start_session_bus()
         old_env = dict(os.environ)
         os.environ.update(desktop.env)

@@ -66,6 +66,8 @@ class InputSettings:
 class SessionSettings:
     page_size: int = 9              # candidates per page (labels 1..page_size)
     live_conversion: bool = True    # show the converter's best guess while typing
+    # between keys, convert the readings the next letter can make (its key then finds them)
+    anticipate: bool = True
     context_chars: int = 40         # left context kept for the converter (zenz reads 40; each model cuts its own)
     keymap: str = ""                # a TOML keymap merged over the default; "" = default only
 

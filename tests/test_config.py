@@ -58,6 +58,7 @@ def test_full_file_and_other_sections(tmp_path):
     ("[session]\npage_size = 10\n", "page_size", ("session", "page_size"), 9),
     ('[session]\npage_size = "9"\n', "must be a int", ("session", "page_size"), 9),
     ("[session]\nlive_conversion = 1\n", "must be a bool", ("session", "live_conversion"), True),
+    ('[session]\nanticipate = "no"\n', "must be a bool", ("session", "anticipate"), True),
     ("[session]\ncontext_chars = -1\n", "context_chars", ("session", "context_chars"), 40),
     ("input = 3\n", "must be a table", ("input", "mode"), "hiragana"),
 ])

@@ -74,8 +74,10 @@ SEGMENT_EXPANSIONS = 200
 SEGMENT_CACHE_SIZE = 256
 # Analyses kept: a fused Space needs the reading's lattice and the one cut where its best
 # candidate cuts (segments), and a preparation's two stages and a quick Space's refinement ask
-# for both again; one entry made each call rebuild the other's.
-ANALYSIS_CACHE_SIZE = 4
+# for both again; one entry made each call rebuild the other's. Between keys the session has
+# the readings the next letter can make analysed (up to six), and the reading shown is the base
+# of the next one's lattice: 16 keep them all (about 0.7 MB each at 44 kana).
+ANALYSIS_CACHE_SIZE = 16
 
 
 class _Analysis:

@@ -276,6 +276,24 @@ class LiveService:
 
         self.scheduler.submit(context, Priority.PREPARE, work, lambda _: None, epoch=epoch)
 
+    def anticipate(self, context: ContextId, epoch: int,
+                   requests: Callable[[], Sequence[ConversionRequest]]) -> None:
+        """Work out the quick live text of each of `requests()` (the readings the next letter
+        can make) for the event `epoch`, so that letter's key finds it in the converter's
+        caches. Stops between readings once a newer event began; nothing is delivered."""
+        if self.scheduler.epoch(context) != epoch:
+            return
+        quick = self.converter.live_quick
+
+        def work(ctx: JobContext) -> None:
+            for request in requests():
+                if ctx.cancelled():
+                    return None
+                quick(request)
+            return None
+
+        self.scheduler.submit(context, Priority.ANTICIPATE, work, lambda _: None, epoch=epoch)
+
     def call(self, context: ContextId, work: Callable[[], Any], priority: Priority = Priority.EXPLICIT) -> Any:
         """Run `work` on a worker, ahead of lower-priority work of every context, and wait.
 
@@ -340,6 +358,14 @@ class LiveLink:
     def convert_quick(self, request: ConversionRequest) -> tuple[list[Segment], bool]:
         """Space's segments now, and whether they are final (else: request CONVERSION)."""
         return self.service.converter.convert_quick(request)
+
+    def anticipate(self, epoch: int, requests: Callable[[], Sequence[ConversionRequest]]) -> None:
+        """Ask for the live text of the readings the next letter can make (worked out by
+        `requests` off the key path) while the user is between keys."""
+        if self.defer is None:
+            self.service.anticipate(self.context, epoch, requests)
+            return
+        self.defer(epoch, lambda: self.service.anticipate(self.context, epoch, requests), 0.0)
 
     def can_prepare(self) -> bool:
         """Whether asking for a preparation can do anything (a model ready, preparing on), so

@@ -97,11 +97,21 @@ class Composer:
 
     def flushed_text(self) -> str:
         """What text() will be after flush(), leaving this composer as it is."""
-        scratch = Composer(self.table, self.settings, self.script,
-                           [Unit(u.text, u.keys, u.group) for u in self.units], self.cursor,
-                           self.pending, self.pending_keys)
+        scratch = self.copy()
         scratch.flush()
         return scratch.text()
+
+    def settled_after(self, key: str) -> str:
+        """What settled_reading() will be once `key` is typed, leaving this composer as it is."""
+        scratch = self.copy()
+        scratch.insert(key)
+        return scratch.settled_reading()
+
+    def copy(self) -> "Composer":
+        """A copy to try keys on (its new groups are numbered past this one's)."""
+        units = [Unit(u.text, u.keys, u.group) for u in self.units]
+        return Composer(self.table, self.settings, self.script, units, self.cursor, self.pending,
+                        self.pending_keys, itertools.count(max((u.group for u in units), default=-1) + 1))
 
     def caret(self) -> int:
         return self.cursor + len(self._pending_display())

@@ -9,8 +9,9 @@ Rules:
   of an older epoch is never delivered. The epoch check and the delivery happen under
   the context's lock, which `begin_key` also takes, so a result cannot slip out after a newer key
   has been announced.
-- Priorities: EXPLICIT (Space) before LIVE (live conversion) before SUGGESTION before PREPARE
-  (Space's conversion computed ahead while the user pauses). Work that can step aside reads
+- Priorities: EXPLICIT (Space) before LIVE (live conversion) before ANTICIPATE (the live text
+  of the readings the next letter can make) before SUGGESTION before PREPARE (Space's
+  conversion computed ahead while the user pauses). Work that can step aside reads
   `ctx.outranked()`: a job of a higher priority is waiting for a worker.
 - Fairness: among jobs of the same priority, the context served longest ago goes first.
 - Deadlines: a job may carry a time budget; the work function reads `ctx.remaining()` to decide
@@ -36,8 +37,9 @@ log = logging.getLogger(__name__)
 class Priority(enum.IntEnum):
     EXPLICIT = 0
     LIVE = 1
-    SUGGESTION = 2
-    PREPARE = 3
+    ANTICIPATE = 2
+    SUGGESTION = 3
+    PREPARE = 4
 
 
 class Cancelled(Exception):

@@ -9,7 +9,7 @@ every answer is the converter's own, computed at once.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from karukan_engine.conversion.contracts import LiveConverter
 from karukan_engine.conversion.plain import PlainConverter
@@ -61,6 +61,12 @@ class BackgroundWork:
 
     def can_prepare(self) -> bool:
         return self.link is not None and self.link.can_prepare()
+
+    def anticipate(self, requests: Callable[[], Sequence[ConversionRequest]]) -> None:
+        """Ask for the live text of the readings the next letter can make (needs a link:
+        without one nothing runs between keys)."""
+        if self.link is not None:
+            self.link.anticipate(self.epoch, requests)
 
     def prepare(self, request: ConversionRequest) -> None:
         """Ask for Space's conversion of `request` while the user pauses (needs a link)."""

@@ -6,9 +6,11 @@ decides when; this part knows how."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from karukan_engine.config import SuggestSettings
 from karukan_engine.conversion.stability import LiveStabilizer
+from karukan_engine.core.types import ConversionRequest
 from karukan_engine.romaji.composer import Composer, Script, reading_of
 from karukan_engine.romaji.modes import InputMode
 from karukan_engine.session.background import BackgroundWork
@@ -20,15 +22,38 @@ from karukan_engine.session.suggestions import SuggestionList
 
 log = logging.getLogger(__name__)
 
+# The letters tried after each key, likeliest first (Japanese vowels by frequency: a, o, i, u, e).
+NEXT_VOWELS = "aoiue"
+# Longer compositions are not anticipated: each anticipated reading's analysis stays cached, and
+# a converter that analyses the whole reading (no model) would keep several large ones.
+ANTICIPATE_MAX_CHARS = 100
+
 # Longer compositions are refused key by key: no one types this much unconverted, and every
 # key costs time proportional to the length (a stuck key must not freeze the desktop).
 MAX_COMPOSITION_CHARS = 1000
 
 
+def next_readings(composer: Composer) -> list[str]:
+    """The settled readings the next letter can make that differ from the one now (what a key
+    would have to convert anew): each vowel, then a lone pending consonant typed again (kk → っ,
+    nn → ん; a consonant after n settles the same ん)."""
+    now = composer.settled_reading()
+    letters = NEXT_VOWELS
+    pending = composer.pending
+    if len(pending) == 1 and pending.isascii() and pending.isalpha() and pending not in NEXT_VOWELS:
+        letters += pending
+    found: list[str] = []
+    for letter in letters:
+        reading = composer.settled_after(letter)
+        if reading and reading != now and reading not in found:
+            found.append(reading)
+    return found
+
+
 class Composition:
     def __init__(self, composer: Composer, mode: InputMode, live_enabled: bool, stabilizer: LiveStabilizer,
                  work: BackgroundWork, field: FieldContext, suggest: SuggestSettings,
-                 emoji_queries: bool = False) -> None:
+                 emoji_queries: bool = False, anticipate: bool = False) -> None:
         self.composer = composer
         self.mode = mode
         self.temporary_alphanumeric = False   # Shift+letter typed: Latin until the word ends
@@ -37,6 +62,7 @@ class Composition:
         self.emoji_queries = emoji_queries
         self.emoji_query = False
         self.live_enabled = live_enabled
+        self.anticipate = anticipate          # convert what the next letter makes, between keys
         self.stabilizer = stabilizer          # no flicker while typing
         self.work = work
         self.field = field
@@ -85,6 +111,8 @@ class Composition:
         """The composition changed: refresh what is shown for it and what is asked for it."""
         state.as_typed = False
         self.refresh_live(state)
+        if self.anticipate and self._converts_live(state) and len(self.composer.units) < ANTICIPATE_MAX_CHARS:
+            self._anticipate_next_letter()
         # Completions of the settled reading: from the converter now, or off the key path
         # through the live link (meanwhile the old items that still fit stay shown).
         reading = self.suggestion_reading(state)
@@ -111,9 +139,7 @@ class Composition:
         if not isinstance(composing, Composing):
             return
         composing.live_text = None
-        # Hiragana typing only: in the katakana modes the preedit keeps the script the user chose.
-        if (not self.live_enabled or composing is not state or self.typing_latin()
-                or self.mode is not InputMode.HIRAGANA):
+        if not self._converts_live(state):
             return
         reading = self.composer.settled_reading()
         if not reading:
@@ -124,6 +150,24 @@ class Composition:
                                                          finished) or None
         except Exception as exc:  # a failing converter must not take the keyboard down
             log.warning("live conversion failed: %s", type(exc).__name__)
+
+    def _converts_live(self, state: SessionState) -> bool:
+        # Hiragana typing only: in the katakana modes the preedit keeps the script the user chose.
+        return (self.live_enabled and isinstance(state, Composing) and not self.typing_latin()
+                and self.mode is InputMode.HIRAGANA)
+
+    def _anticipate_next_letter(self) -> None:
+        """Have the live text of what the next letter can settle worked out while the user is
+        between keys: most letters that settle a kana are a vowel after a consonant, or a vowel
+        alone, or the pending consonant again (っ, ん). The readings are found off the key path,
+        on a copy of the composer."""
+        scratch = self.composer.copy()
+        now = self.field.request("")   # the field as it is now (the work runs on another thread)
+
+        def requests() -> list[ConversionRequest]:
+            return [replace(now, reading=reading) for reading in next_readings(scratch)]
+
+        self.work.anticipate(requests)
 
     def apply_live(self, state: SessionState, reading: str, text: str) -> bool:
         """The model's live text for `reading`, if that reading is still the one composed."""

@@ -64,7 +64,8 @@ class Session:
         self._work = BackgroundWork(converter, live_converter(converter) if suggest.enabled else None)
         self._field = FieldContext(self.config.session.context_chars, self.config.learning.enabled)
         self._typing = Composition(self._composer, InputMode.parse(inputs.mode), self.config.session.live_conversion,
-                                   stabilizer_for(converter), self._work, self._field, suggest, self.config.rewriters.emoji)
+                                   stabilizer_for(converter), self._work, self._field, suggest, self.config.rewriters.emoji,
+                                   anticipate=self.config.session.anticipate)
         self._aux = self._commit = ""         # _commit: text committed by the current event
 
     # ---------------------------------------------------------------- public API

@@ -203,3 +203,28 @@ def test_remove_prefix():
     c.move(-2)
     c.remove_prefix(2)
     assert c.text() == "うは" and c.caret() == 2 and c.keys() == "uha"
+
+
+def _state(c: Composer) -> tuple:
+    return ([(u.text, u.keys, u.group) for u in c.units], c.cursor, c.pending, c.pending_keys, c.text())
+
+
+@settings(max_examples=300)
+@given(KEYS, st.sampled_from(list("aiueonktsyx-',")), st.integers(0, 5))
+def test_settled_after_is_what_typing_the_key_settles_and_leaves_the_composer_alone(keys, key, back):
+    c = typed(keys)
+    c.move(-back)   # anywhere in the composition, not only at its end
+    before = _state(c)
+    predicted = c.settled_after(key)
+    assert _state(c) == before
+    c.insert(key)
+    assert predicted == c.settled_reading()
+
+
+def test_a_copy_numbers_its_new_groups_past_the_originals():
+    c = typed("kya")   # one group of two units
+    copy = c.copy()
+    copy.insert("k")
+    copy.insert("y")
+    copy.insert("a")
+    assert len({u.group for u in copy.units}) == 2 and c.text() == "きゃ"

@@ -106,14 +106,15 @@ def test_other_sessions_are_not_superseded(scheduler):
     assert got == ["a"]
 
 
-def test_explicit_before_live_before_suggestion(scheduler):
+def test_explicit_before_live_before_anticipation_before_suggestion(scheduler):
     release = blocker(scheduler)
     order = []
-    for session, prio in (("x", Priority.SUGGESTION), ("y", Priority.LIVE), ("z", Priority.EXPLICIT)):
+    for session, prio in (("w", Priority.PREPARE), ("x", Priority.SUGGESTION), ("a", Priority.ANTICIPATE),
+                          ("y", Priority.LIVE), ("z", Priority.EXPLICIT)):
         scheduler.submit(session, prio, lambda ctx, p=prio: order.append(p) or p, lambda r: None)
     release.set()
     assert scheduler.idle(WAIT)
-    assert order == [Priority.EXPLICIT, Priority.LIVE, Priority.SUGGESTION]
+    assert order == [Priority.EXPLICIT, Priority.LIVE, Priority.ANTICIPATE, Priority.SUGGESTION, Priority.PREPARE]
 
 
 def test_sessions_are_served_fairly(scheduler):
