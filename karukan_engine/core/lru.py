@@ -7,7 +7,7 @@ Not locked: each owner already holds a lock over the cache together with the sta
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Generic, Hashable, Iterator, TypeVar
+from typing import Generic, Hashable, Iterator, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -46,13 +46,6 @@ class Lru(Generic[K, V]):
     def pop(self, key: K, default=None):
         """Remove `key` and return its value, or `default` when absent."""
         return self._entries.pop(key, default)
-
-    def discard_if(self, stale: Callable[[K], bool]) -> int:
-        """Drop the entries whose key `stale` accepts; returns how many."""
-        keys = [key for key in self._entries if stale(key)]
-        for key in keys:
-            del self._entries[key]
-        return len(keys)
 
     def clear(self) -> None:
         self._entries.clear()

@@ -17,6 +17,11 @@ from typing import Callable
 
 log = logging.getLogger(__name__)
 
+# The thread waits this long after a save for the next request before it ends: starting a
+# thread waits for it to run, about 0.2 ms of the commit that asks (Return), and a typist commits
+# every few seconds.
+LINGER_S = 60.0
+
 
 class DebouncedSaver:
     """Runs `save` (which should write only what changed) in a background thread, debounced."""
@@ -67,7 +72,8 @@ class DebouncedSaver:
         self.flush()
 
     def _run(self) -> None:
-        """Wait for the pending save to fall due, save, and end when nothing more is pending."""
+        """Wait for the pending save to fall due, save, and end when nothing more was asked
+        for within LINGER_S."""
         me = threading.current_thread()
         while True:
             with self._cond:
@@ -75,10 +81,15 @@ class DebouncedSaver:
                     self._cond.wait(self._due - time.monotonic())
                 if self._thread is not me:
                     return
-                if self._due is None:   # saved (or flushed by someone else): the thread ends
-                    self._thread = None
-                    atexit.unregister(self.close)
-                    return
+                if self._due is None:   # saved (or flushed by someone else): wait a while, then end
+                    self._cond.wait_for(lambda: self._thread is not me or self._due is not None, LINGER_S)
+                    if self._thread is not me:
+                        return
+                    if self._due is None:
+                        self._thread = None
+                        atexit.unregister(self.close)
+                        return
+                    continue
                 self._due = self._deadline = None
             try:
                 self._save()

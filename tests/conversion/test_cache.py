@@ -78,9 +78,52 @@ def test_threads_share_it_safely():
     assert len(cache) == 64
 
 
-def test_discard_if_drops_only_matching_entries():
+def test_forgetting_a_reading_drops_only_the_entries_holding_it():
     cache = ConversionCache(8)
     for r in ("きょうは", "あした", "きょうと"):
         cache.put(key(r), r)
-    assert cache.discard_if(lambda k: "きょう" in k.reading) == 2
-    assert len(cache) == 1 and cache.get(key("あした")) == "あした"
+    cache.forget_readings(["きょう"])
+    assert cache.keys() == [key("あした")] and cache.get(key("あした")) == "あした"
+    assert cache.get(key("きょうは")) is None and key("きょうと") not in cache
+    cache.put(key("きょうは"), "今日は")   # stored after the commit: current
+    assert cache.get(key("きょうは")) == "今日は"
+
+
+READINGS = st.sampled_from(["あ", "い", "あい", "いあ", "う", "あう"])
+
+
+@given(st.lists(st.one_of(st.tuples(st.just("put"), READINGS), st.tuples(st.just("get"), READINGS),
+                          st.tuples(st.just("forget"), st.lists(READINGS, max_size=2))), max_size=80),
+       st.integers(1, 8))
+@settings(max_examples=300)
+def test_forgetting_lazily_reads_like_dropping_at_once(ops, capacity):
+    """Noting the readings and checking each entry when read gives what scanning the whole
+    cache at each commit gave (the LRU order aside: nothing stale is ever read)."""
+    import karukan_engine.conversion.cache as cache_module
+
+    cache = ConversionCache(capacity)
+    held: dict[str, str] = {}   # the eager cache's current entries (ignoring eviction, checked below)
+    for i, (op, arg) in enumerate(ops):
+        if op == "put":
+            cache.put(key(arg), f"{arg}{i}")
+            held[arg] = f"{arg}{i}"
+        elif op == "forget":
+            cache.forget_readings(arg)
+            held = {r: v for r, v in held.items() if not any(f in r for f in arg if f)}
+        else:
+            got = cache.get(key(arg))
+            assert got is None or got == held.get(arg)   # never a stale value
+            if arg not in held:
+                assert got is None
+    assert set(k.reading for k in cache.keys()) <= set(held)
+
+
+def test_an_entry_older_than_every_commit_kept_counts_as_stale(monkeypatch):
+    import karukan_engine.conversion.cache as cache_module
+
+    monkeypatch.setattr(cache_module, "FORGOTTEN_KEPT", 2)
+    cache = ConversionCache(8)
+    cache.put(key("あした"), "明日")
+    for reading in ("か", "き", "く"):   # three commits, two kept: the entry cannot be checked
+        cache.forget_readings([reading])
+    assert cache.get(key("あした")) is None

@@ -238,18 +238,38 @@ def test_close_on_a_full_disk_keeps_the_old_file(tmp_path):
     assert not list(tmp_path.glob(".l.json.tmp-*"))
 
 
-def test_the_saver_thread_ends_when_nothing_is_pending(tmp_path):
-    import threading
+def test_one_saver_thread_saves_one_commit_after_another(tmp_path):
     import time
 
     store = LearningStore(tmp_path / "l.json", save_delay=0.01)
     store.record("きしゃ", "帰社")
     deadline = time.monotonic() + 30
-    while any(t.name == "karukan-learning-save" for t in threading.enumerate()) and time.monotonic() < deadline:
+    while store.saves == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert store.saves == 1
-    assert not any(t.name == "karukan-learning-save" for t in threading.enumerate())
+    first = store._saver._thread
+    store.record("きしゃ", "記者")   # the next commit: the same thread, no new one to start
+    while store.saves == 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store.saves == 2 and first is not None and store._saver._thread is first
+    assert store.close()
+    assert not first.is_alive()
+
+
+def test_the_saver_thread_ends_when_nothing_is_pending(tmp_path, monkeypatch):
+    import time
+
+    from karukan_engine.dictionary import saver
+
+    monkeypatch.setattr(saver, "LINGER_S", 0.01)
+    store = LearningStore(tmp_path / "l.json", save_delay=0.01)
+    store.record("きしゃ", "帰社")
+    thread = store._saver._thread
+    deadline = time.monotonic() + 30
+    while thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store.saves == 1 and not thread.is_alive() and store._saver._thread is None
     store.record("きしゃ", "記者")   # a new change starts a new thread
+    assert store._saver._thread not in (None, thread)
     assert store.close() and store.saves == 2
     assert LearningStore(tmp_path / "l.json").lookup("きしゃ") == ["記者", "帰社"]
 

@@ -69,7 +69,7 @@ class LiveConversion:
     def forget(self, readings: Sequence[str]) -> None:
         """Drop the cached chunks holding one of `readings` (a choice learned for it changes
         what they should become); the other cached chunks stay valid."""
-        self.cache.discard_if(lambda key: any(r in key.reading for r in readings))
+        self.cache.forget_readings(readings)
 
     @staticmethod
     def greedy_stage(slot: ModelSlot) -> str:
