@@ -12,13 +12,15 @@ written (the bench commits every sentence it types).
     python benchmarks/session_bench.py --json out.json --repeats 20
     python benchmarks/session_bench.py --model work_data/mimic/jinen-v2-xsmall --fixed-tokens 12 --repeats 1
     python benchmarks/session_bench.py --live-pace-ms 100 --repeats 3   # as the engine runs it
+    python benchmarks/session_bench.py --live-pace-ms 100 --repeats 3 --no-anticipate
 
 --live-pace-ms P attaches the fused session to a LiveService as the engine does (the model's
 live refinement, suggestions and Space's preparation on its scheduler), types a key every P ms
 and applies the late updates that arrive in between on the session's thread, as the engine's
 context host does; the row "fused+live" times process_key then (suggestions on, the default),
 each sentence typed once (--repeats does not apply: a sentence typed again would come from the
-live cache).
+live cache). The live text of what the next letter can settle is worked out between keys, as in
+the engine; --no-anticipate turns that off.
 
 --model runs the fused pipeline on that model (a models.toml id or a GGUF path) instead of the
 default; --fixed-tokens N (random-weight mimics from tools/build_mimic_models.py) makes every
@@ -47,7 +49,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from private_user_data import private_user_data  # noqa: E402
 
-from karukan_engine.config import Config, SuggestSettings  # noqa: E402
+from karukan_engine.config import Config, SessionSettings, SuggestSettings  # noqa: E402
 from karukan_engine.conversion.plain import PlainConverter  # noqa: E402
 from karukan_engine.session import Session  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
@@ -102,12 +104,12 @@ def measure(converter, repeats: int) -> dict[str, list[float]]:
 WARM_UP = ["watashinonamaehanakanodesu", "densyanookurenitsuite"]
 
 
-def measure_paced(converter, pace_s: float) -> dict[str, list[float]]:
+def measure_paced(converter, pace_s: float, anticipate: bool = True) -> dict[str, list[float]]:
     """measure(), with the session attached to a LiveService and a key every pace_s seconds;
     each sentence once, after WARM_UP."""
     from karukan_engine.live.live_service import LiveLink, LiveService
 
-    session = Session(converter, Config())
+    session = Session(converter, Config(session=SessionSettings(anticipate=anticipate)))
     service = LiveService(converter)
     pending: list = []
     lock = threading.Lock()
@@ -181,6 +183,8 @@ def run() -> int:
     parser.add_argument("--no-model", action="store_true", help="skip the fused pipeline")
     parser.add_argument("--model", help="the fused pipeline's model: a models.toml id or GGUF path (default: the default)")
     parser.add_argument("--fixed-tokens", type=int, help="random-weight models: tokens every greedy conversion generates")
+    parser.add_argument("--no-anticipate", action="store_true",
+                        help="fused+live: without the next letter's readings worked out between keys")
     parser.add_argument("--live-pace-ms", type=float, help="also time the fused session through a LiveService, a key every P ms")
     args = parser.parse_args()
 
@@ -196,7 +200,7 @@ def run() -> int:
 
     runs = [(name, measure(converter, args.repeats)) for name, converter in converters]
     if fused is not None and args.live_pace_ms:
-        runs.append(("fused+live", measure_paced(fused, args.live_pace_ms / 1000)))
+        runs.append(("fused+live", measure_paced(fused, args.live_pace_ms / 1000, not args.no_anticipate)))
     rows = []
     for name, measured in runs:
         for kind, values in measured.items():
@@ -213,7 +217,8 @@ def run() -> int:
     if args.json:
         info = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
                 "load_avg": os.getloadavg(), "repeats": args.repeats, "dictionary_load_ms": round(load_ms, 1),
-                "model": args.model, "fixed_tokens": args.fixed_tokens, "live_pace_ms": args.live_pace_ms}
+                "model": args.model, "fixed_tokens": args.fixed_tokens, "live_pace_ms": args.live_pace_ms,
+                "anticipate": not args.no_anticipate}
         args.json.write_text(json.dumps({"info": info, "rows": rows}, ensure_ascii=False, indent=2) + "\n",
                              encoding="utf-8")
     return 0

@@ -559,6 +559,32 @@ def test_the_bundled_weights_keep_the_judged_lattices_order(judged_base, model, 
     assert reordered   # without it the fused score reorders them: the check above can fail
 
 
+def test_a_pool_the_score_places_nothing_in_is_ranked_without_its_scores(judged_base, model, system, monkeypatch):
+    """With the base's order kept, a quick Space's pool of the lattice's candidates alone (no
+    model text, nothing learned) comes out in its order whatever the scores: none is worked out
+    (no alignment), and the list is the one the scores would give."""
+    from karukan_engine.conversion.fused.run_options import RunOptions, SpacePlan
+    from karukan_engine.conversion.ranking import rank
+    from karukan_engine.conversion.settings import FITTED_WEIGHTS
+    from karukan_engine.core.candidates import unique_surfaces
+
+    fitted = replace(SETTINGS, weights=FITTED_WEIGHTS["karukan-bundled"])
+    fused = FusedConverter(judged_base, [ModelSlot(model, "tiny")], fitted, lexicon=system)
+    slot, lean = fused.slots[0], RunOptions(plan=SpacePlan.LEAN)
+    aligned: list[str] = []
+    alignments = fused.shared.alignments
+    monkeypatch.setattr(fused.shared, "alignments", lambda reading, surfaces: aligned.append(reading)
+                        or alignments(reading, surfaces))
+    for reading in READINGS:
+        pool = judged_base.candidates(req(reading), 9)
+        scored = rank(fused.ranking._weigh(slot, req(reading), unique_surfaces(pool), score=False),
+                      len(reading), fitted.weights)
+        aligned.clear()
+        found = fused.ranking.reranked(slot, req(reading), pool, 9, lean)
+        assert not any(c.source in ("model", "learning") for c in found)
+        assert found == scored and aligned == []
+
+
 def test_with_the_base_order_kept_live_text_weighs_the_dictionarys_text_and_the_models(base, model, system):
     kept = replace(SETTINGS, weights=replace(SETTINGS.weights, lattice=0.0, unaligned=0.0, nll=1.0,
                                              keep_base_order=True))

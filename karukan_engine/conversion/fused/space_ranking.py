@@ -18,7 +18,7 @@ from karukan_engine.conversion.fused.live_text import LiveConversion, presentabl
 from karukan_engine.conversion.fused.run_options import SPACE, RunOptions, SpacePlan
 from karukan_engine.conversion.fused.shared import FusionShared
 from karukan_engine.conversion.model_slot import ModelSlot
-from karukan_engine.conversion.ranking import Evidence, rank
+from karukan_engine.conversion.ranking import PLACED_BY_SCORE, Evidence, rank
 from karukan_engine.conversion.verify import verify_draft
 from karukan_engine.core.candidates import unique_surfaces
 from karukan_engine.core.types import Candidate, ConversionRequest, Source
@@ -133,8 +133,15 @@ class SpaceRanking:
             plan = run.plan if run.plan is not None else self._space_plan(
                 slot, request, base, time.perf_counter() if run.started is None else run.started)
             extra = self.model_candidates(slot, request, beam=plan.beam, greedy=plan.decodes, run=run)
-            evidence = self._weigh(slot, request, unique_surfaces(base + extra),
-                                   score=plan.scores and self.settings.weights.uses_nll, run=run)
+            pool = unique_surfaces(base + extra)
+            if self.settings.weights.keep_base_order and not any(c.source in PLACED_BY_SCORE for c in pool):
+                # Nothing the score would place (no model text, nothing learned): the base's
+                # order stands whatever the scores, so none is worked out (a quick Space's
+                # alignments were half its time).
+                evidence = [Evidence(c) for c in pool]
+            else:
+                evidence = self._weigh(slot, request, pool, score=plan.scores and self.settings.weights.uses_nll,
+                                       run=run)
         return rank(evidence, len(request.reading), self.settings.weights)
 
     def _space_plan(self, slot: ModelSlot, request: ConversionRequest, base: list[Candidate],
