@@ -106,8 +106,10 @@ WARM_UP = ["watashinonamaehanakanodesu", "densyanookurenitsuite"]
 
 def measure_paced(converter, pace_s: float, anticipate: bool = True) -> dict[str, list[float]]:
     """measure(), with the session attached to a LiveService and a key every pace_s seconds;
-    each sentence once, after WARM_UP."""
-    from karukan_engine.live.live_service import LiveLink, LiveService
+    each sentence once, after WARM_UP. Work the session defers starts after the key as the
+    engine's context host starts it (ime_frontend/contexts.py): at least SUGGESTION_DELAY_S
+    later, on a timer."""
+    from karukan_engine.live.live_service import SUGGESTION_DELAY_S, LiveLink, LiveService
 
     session = Session(converter, Config(session=SessionSettings(anticipate=anticipate)))
     service = LiveService(converter)
@@ -118,7 +120,12 @@ def measure_paced(converter, pace_s: float, anticipate: bool = True) -> dict[str
         with lock:
             pending.append(update)
 
-    session.attach_live(LiveLink(service, 1, arrived))
+    def defer(_epoch: int, work, after_s: float) -> None:   # the service drops work of an older epoch
+        timer = threading.Timer(max(SUGGESTION_DELAY_S, after_s), work)
+        timer.daemon = True
+        timer.start()
+
+    session.attach_live(LiveLink(service, 1, arrived, defer))
 
     def wait_until(deadline: float) -> None:
         while True:
