@@ -111,9 +111,10 @@ class KarukanEngine(ServiceInterface):
 
     @method()
     async def ProcessKeyEvent(self, keyval: "u", keycode: "u", state: "u") -> "b":
-        if self.password_field:
+        if self.password_field or state & RELEASE_MASK:
+            # The session handles no release and changes nothing for one (Session.process_key).
             return False
-        view = await self._context.process_key(keyval, state & ~RELEASE_MASK, bool(state & RELEASE_MASK))
+        view = await self._context.process_key(keyval, state, False)
         self.show(view)
         return bool(view.handled)
 

@@ -42,6 +42,7 @@ class ScriptedService:
         self.replies = 0          # view replies sent, as the real service counts them
         self.addon = ""           # the addon's unique name (the sender of CreateContext)
         self.current = _view("")  # what the last key press showed
+        self.releases = 0         # releases the addon asked about (it should answer them itself)
         self.before_reply: list[tuple[int, list]] = []   # (replies field, view) sent, then a pause
         self.after_reply: list[tuple[int, list]] = []
         bus.add_message_handler(self._on_call)
@@ -68,6 +69,7 @@ class ScriptedService:
             body = [{}]
         elif msg.member in VIEW_METHODS:
             press = _is_press(msg)
+            self.releases += msg.member == ops.PROCESS_KEY.member and msg.body[4]
             if press:
                 self.current = _view(chr(msg.body[1]))
             body = [self.current]   # a release or any other call shows what is there
@@ -166,5 +168,18 @@ def test_a_view_from_another_peer_on_the_bus_is_ignored(scripted_desktop):
             assert app.shown.commits == ["FROM-SERVICE"]
         finally:
             intruder.disconnect()
+
+    asyncio.run(_session(scripted_desktop, script))
+
+
+def test_the_addon_answers_releases_itself(scripted_desktop):
+    """The engine handles no release, so the addon never asks the service about one: each
+    would be a round trip that keeps fcitx5 from the application's next key."""
+    async def script(app: FcitxApp, service: ScriptedService) -> None:
+        for ch in "bcd":
+            await app.tap(ord(ch))   # press and release
+        await _shown(lambda: app.shown.preedit == "d")
+        await _settled(app)
+        assert service.releases == 0
 
     asyncio.run(_session(scripted_desktop, script))
