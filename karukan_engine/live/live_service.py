@@ -12,6 +12,7 @@ the context host applies it to its session on the session's own executor and emi
 from __future__ import annotations
 
 import enum
+import logging
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
@@ -21,6 +22,8 @@ from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import suggestions as completions
 from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment
 from karukan_engine.scheduling.scheduler import JobContext, Priority, Scheduler
+
+log = logging.getLogger(__name__)
 
 # An input context as the scheduler knows it: a number its host was given (never id() of an
 # object, which Python reuses once the object is gone).
@@ -289,7 +292,11 @@ class LiveService:
             for request in requests():
                 if ctx.cancelled():
                     return None
-                quick(request)
+                try:
+                    quick(request)
+                except Exception as exc:   # the key itself will say so; no traceback quoting a reading
+                    log.debug("anticipation stopped: %s", type(exc).__name__)
+                    return None
             return None
 
         self.scheduler.submit(context, Priority.ANTICIPATE, work, lambda _: None, epoch=epoch)

@@ -149,3 +149,16 @@ def test_anticipation_never_changes_what_a_key_shows(judged, unshared, keys):
             assert session.process_key(ord(key)) == reference.process_key(ord(key))
     finally:
         service.shutdown()
+
+
+def test_a_converter_failing_between_keys_is_not_logged_with_a_traceback(caplog):
+    """The key that needs the text reports the failure (by type only); the anticipation stops."""
+    service = LiveService(ScriptedConverter(fail=["live"]))
+    try:
+        epoch = service.begin(1)
+        service.anticipate(1, epoch, lambda: [ConversionRequest("ひみつ")])
+        assert service.scheduler.idle(WAIT_S)
+        assert service.scheduler.stats.failed == 0
+        assert not [r for r in caplog.records if r.levelname in ("ERROR", "WARNING") or "ひみつ" in r.getMessage()]
+    finally:
+        service.shutdown()
