@@ -62,9 +62,12 @@ class BackgroundWork:
     def can_prepare(self) -> bool:
         return self.link is not None and self.link.can_prepare()
 
+    def can_anticipate(self) -> bool:
+        """Work can run between keys (a link; without one every answer is computed at once)."""
+        return self.link is not None
+
     def anticipate(self, requests: Callable[[], Sequence[ConversionRequest]]) -> None:
-        """Ask for the live text of the readings the next letter can make (needs a link:
-        without one nothing runs between keys)."""
+        """Ask for the live text of the readings the next letter can make (needs a link)."""
         if self.link is not None:
             self.link.anticipate(self.epoch, requests)
 

@@ -111,7 +111,8 @@ class Composition:
         """The composition changed: refresh what is shown for it and what is asked for it."""
         state.as_typed = False
         self.refresh_live(state)
-        if self.anticipate and self._converts_live(state) and len(self.composer.units) < ANTICIPATE_MAX_CHARS:
+        if (self.anticipate and self.work.can_anticipate() and self._converts_live(state)
+                and len(self.composer.units) < ANTICIPATE_MAX_CHARS):
             self._anticipate_next_letter()
         # Completions of the settled reading: from the converter now, or off the key path
         # through the live link (meanwhile the old items that still fit stay shown).
