@@ -59,14 +59,9 @@ class Shown:
     words: tuple[tuple[str, str], ...] = ()   # `text` as words, when it aligned
 
 
-def is_converted(text: str) -> bool:
-    """True when `text` has a kanji or katakana (it is not the kana as typed)."""
-    return has_kanji_or_katakana(text)
-
-
 def tail_unfinished(word: tuple[str, str]) -> bool:
     reading, surface = word
-    return len(reading) <= SHORT_TAIL and is_converted(surface)
+    return len(reading) <= SHORT_TAIL and has_kanji_or_katakana(surface)   # written, not kana as typed
 
 
 def kana_tail(words: Sequence[tuple[str, str]]) -> str:

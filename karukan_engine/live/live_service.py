@@ -355,12 +355,8 @@ class LiveLink:
         """Ask for the late answer of `kind` (SUGGESTIONS, or CONVERSION after a quick Space
         that was not final); it arrives through `deliver`. With a host, the request starts
         once the event's own reply is out."""
-        service = self.service
-        if self.defer is None:
-            service.request(kind, self.context, epoch, request, self.deliver, n=n)
-            return
-        self.defer(epoch, lambda: service.request(kind, self.context, epoch, request, self.deliver, n=n,
-                                                  delay_s=0.0), 0.0)
+        self._start(epoch, lambda delay_s: self.service.request(kind, self.context, epoch, request, self.deliver,
+                                                                n=n, delay_s=delay_s))
 
     def convert_quick(self, request: ConversionRequest) -> tuple[list[Segment], bool]:
         """Space's segments now, and whether they are final (else: request CONVERSION)."""
@@ -369,10 +365,7 @@ class LiveLink:
     def anticipate(self, epoch: int, requests: Callable[[], Sequence[ConversionRequest]]) -> None:
         """Ask for the live text of the readings the next letter can make (worked out by
         `requests` off the key path) while the user is between keys."""
-        if self.defer is None:
-            self.service.anticipate(self.context, epoch, requests)
-            return
-        self.defer(epoch, lambda: self.service.anticipate(self.context, epoch, requests), 0.0)
+        self._start(epoch, lambda _delay_s: self.service.anticipate(self.context, epoch, requests))
 
     def can_prepare(self) -> bool:
         """Whether asking for a preparation can do anything (a model ready, preparing on), so
@@ -381,8 +374,13 @@ class LiveLink:
 
     def prepare(self, epoch: int, request: ConversionRequest) -> None:
         """Ask for Space's conversion of `request` to be computed while the user pauses."""
+        self._start(epoch, lambda delay_s: self.service.prepare_for(self.context, epoch, request, delay_s=delay_s),
+                    self.service.prepare_delay_s)
+
+    def _start(self, epoch: int, start: Callable[[float | None], None], after_s: float = 0.0) -> None:
+        """start(delay_s) now, the job waiting the service's own delay (None), or with a host
+        from its loop once the reply is out and `after_s` passed (the wait done there: 0)."""
         if self.defer is None:
-            self.service.prepare_for(self.context, epoch, request)
-            return
-        self.defer(epoch, lambda: self.service.prepare_for(self.context, epoch, request, delay_s=0.0),
-                   self.service.prepare_delay_s)
+            start(None)
+        else:
+            self.defer(epoch, lambda: start(0.0), after_s)
