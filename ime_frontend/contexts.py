@@ -25,6 +25,7 @@ from concurrent.futures import Executor
 from typing import Any, Callable, Hashable, Iterable
 
 from ime_frontend.fair import FairExecutor
+from ime_frontend.idle_gc import IdleCollector
 from ime_frontend.toolkit import field_privacy, session_key_state
 from karukan_engine.config import Config, ConfigError
 from karukan_engine.conversion.contracts import EngineConverter
@@ -59,8 +60,9 @@ class ContextHost:
 
     def __init__(self, session: Session, executor: Executor, loop: asyncio.AbstractEventLoop,
                  on_update: ViewListener | None = None, live: LiveService | None = None,
-                 context_id: ContextId = 0) -> None:
+                 context_id: ContextId = 0, collector: IdleCollector | None = None) -> None:
         self.context_id = context_id
+        self._collector = collector   # told when each call ends: garbage is collected in pauses
         self._session = session
         self._executor = executor
         self._loop = loop
@@ -88,6 +90,8 @@ class ContextHost:
                 return view
         finally:
             self.last_used = time.monotonic()
+            if self._collector is not None:
+                self._collector.activity(self._loop)
 
     def _start_deferred(self) -> None:
         # Later than the reply: the frontend sends it as soon as this call returns.
@@ -144,6 +148,8 @@ class ContextHost:
             # Emitted while holding the lock: no later key's answer can overtake this view.
             if view is not None and not self.closed and self._on_update is not None:
                 self._on_update(view)
+            if self._collector is not None:
+                self._collector.activity(self._loop)
 
     # The operations every frontend needs, named as the session names them.
     async def process_key(self, keysym: int, modifiers: int, release: bool) -> View:
@@ -227,6 +233,8 @@ class EngineCore:
 
     def __init__(self, converter: EngineConverter, workers: int = 1, config: Config | None = None) -> None:
         favour_waiting_threads()
+        self.collector = IdleCollector()
+        self.collector.start()
         self.converter = converter
         self.config = config
         # Clients take turns on the workers (ime_frontend.fair): a flood from one cannot starve others.
@@ -236,7 +244,7 @@ class EngineCore:
 
     def new_context(self, loop: asyncio.AbstractEventLoop, on_update: ViewListener | None = None) -> ContextHost:
         return ContextHost(Session(self.converter, self.config), self.executor, loop, on_update, self.live,
-                           next(self._context_ids))
+                           next(self._context_ids), self.collector)
 
     def close(self) -> None:
         """Finish queued work, stop live refinement, then let the converter save and close."""
