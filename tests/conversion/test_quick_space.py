@@ -6,7 +6,9 @@ with a tiny random-weight model (whose full conversions often differ from the le
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +22,7 @@ from karukan_engine.conversion.fused import FusedConverter  # noqa: E402
 from karukan_engine.conversion.fused.run_options import RunOptions, SpacePlan  # noqa: E402
 from karukan_engine.live.live_service import LateUpdate, UpdateKind  # noqa: E402
 from karukan_engine.scheduling.prepared import PreparedConversions  # noqa: E402
-from karukan_engine.conversion.settings import ConversionSettings  # noqa: E402
+from karukan_engine.conversion.settings import ConversionSettings, FusionWeights  # noqa: E402
 from karukan_engine.core.types import Candidate, ConversionRequest, Segment  # noqa: E402
 from karukan_engine.dictionary.system import DEFAULT_DIR  # noqa: E402
 from karukan_engine.session import Session, State  # noqa: E402
@@ -195,6 +197,28 @@ def test_the_refinement_is_the_conversion_space_would_wait_for(reference, system
     quick, final = fused.convert_quick(request)
     assert listed(quick) == listed(reference.space.converted(request, RunOptions(plan=SpacePlan.LEAN))) and not final
     assert listed(fused.refined_conversion(request)) == listed(reference.convert(request))
+
+
+# The default's weights: the model's text never comes before the dictionary's first.
+NEVER_FIRST = replace(QUICK, weights=FusionWeights(margin=math.inf, keep_base_order=True))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(reading=st.one_of(st.sampled_from(READINGS + DIFFERING), st.text(HIRAGANA, min_size=1, max_size=8)),
+       context=st.sampled_from(["", "昨日は", "会議の"]))
+def test_where_the_model_never_comes_first_the_quick_answer_is_the_dictionarys(system, model, tmp_path_factory,
+                                                                                reading, context):
+    # Its preedit is the full conversion's (the model cannot change it); the model's texts join
+    # the lists in the refinement, which is what a Space that waited shows.
+    request = ConversionRequest(reading, context)
+    fused = fused_converter(system, model, tmp_path_factory.mktemp("never-first"), NEVER_FIRST)
+    reference = fused_converter(system, model, tmp_path_factory.mktemp("never-first-ref"), NEVER_FIRST)
+    assert fused.shared.model_never_first()
+    quick, final = fused.convert_quick(request)
+    assert listed(quick) == listed(fused.base.convert(request)) and not final
+    full = reference.convert(request)
+    assert text_of(quick) == text_of(full)
+    assert listed(fused.refined_conversion(request)) == listed(full)
 
 
 def test_a_preparation_under_way_gives_its_lean_conversion_at_once_and_stays_claimed():

@@ -101,7 +101,7 @@ class SpaceConversion:
         try:
             if self.quick_space():
                 # A quick Space that comes before the end shows this at once (15-20 ms of work).
-                running.lean = tuple(first_listed(self.converted(request, preparation(should_stop, SpacePlan.LEAN))))
+                running.lean = tuple(first_listed(self.lean(request, preparation(should_stop, SpacePlan.LEAN))))
             segments = first_listed(self.converted(request, preparation(should_stop)))
             if self.prepared_key(request) != key:
                 return False   # the user's data changed meanwhile: this result may be stale
@@ -132,7 +132,18 @@ class SpaceConversion:
         prepared = self.prepared.take(key, self._prepared_wait_s(budget), keep_claim=True)
         if prepared is not None:
             return prepared, True
-        return self.converted(request, RunOptions(plan=SpacePlan.LEAN)), False
+        return self.lean(request, RunOptions(plan=SpacePlan.LEAN)), False
+
+    def lean(self, request: ConversionRequest, run: RunOptions) -> list[Segment]:
+        """Quick Space's first answer, with no model work. Where the model's text can never come
+        first (model_never_first: the default's infinite margin) that answer's preedit is the
+        dictionary's whatever the ranking, so it is the dictionary's own conversion: the
+        ranking's n-gram scores and alignments, which only order the rest of the list, were
+        half of a Space typed right after a burst (docs/benchmarks.md), and the refined
+        conversion that follows puts the model's texts in the lists."""
+        if self.shared.model_never_first():
+            return self.base.convert(request)
+        return self.converted(request, run)
 
     def quick_space(self) -> bool:
         """Whether Space answers lean first. Only with a Space budget: without one (the
