@@ -107,8 +107,8 @@ WARM_UP = ["watashinonamaehanakanodesu", "densyanookurenitsuite"]
 def measure_paced(converter, pace_s: float, anticipate: bool = True) -> dict[str, list[float]]:
     """measure(), with the session attached to a LiveService and a key every pace_s seconds;
     each sentence once, after WARM_UP. Work the session defers starts after the key as the
-    engine's context host starts it (ime_frontend/contexts.py): at least SUGGESTION_DELAY_S
-    later, on a timer."""
+    engine's context host starts it (ime_frontend/contexts.py): SUGGESTION_DELAY_S later, or
+    as long after as the work asks, on a timer."""
     from karukan_engine.live.live_service import SUGGESTION_DELAY_S, LiveLink, LiveService
 
     session = Session(converter, Config(session=SessionSettings(anticipate=anticipate)))
@@ -121,7 +121,7 @@ def measure_paced(converter, pace_s: float, anticipate: bool = True) -> dict[str
             pending.append(update)
 
     def defer(_epoch: int, work, after_s: float) -> None:   # the service drops work of an older epoch
-        timer = threading.Timer(max(SUGGESTION_DELAY_S, after_s), work)
+        timer = threading.Timer(after_s or SUGGESTION_DELAY_S, work)
         timer.daemon = True
         timer.start()
 

@@ -97,7 +97,7 @@ class ContextHost:
         # Later than the reply: the frontend sends it as soon as this call returns.
         while self._deferred:
             epoch, work, after_s = self._deferred.pop(0)
-            self._loop.call_later(max(SUGGESTION_DELAY_S, after_s), self._run_deferred, epoch, work, 0)
+            self._loop.call_later(after_s or SUGGESTION_DELAY_S, self._run_deferred, epoch, work, 0)
 
     def _run_deferred(self, epoch: int, work: Callable[[], None], postponed: int) -> None:
         if self.closed or self._live is None or self._live.scheduler.epoch(self.context_id) != epoch:

@@ -121,6 +121,13 @@ class LiveConverter(EngineConverter, Protocol):
         scheduler worker. None: nothing to add, ctx superseded, or the model failed."""
         ...
 
+    def warm_space(self, request: ConversionRequest) -> None:
+        """Work out, on a scheduler worker, the part of convert_quick(request)'s answer that no
+        model work changes and its caches keep (the dictionary's segments and the first one's
+        candidate list), so a Space typed right after a key finds it; nothing where that answer
+        needs the model."""
+        ...
+
 
 @runtime_checkable
 class ModelSource(Protocol):

@@ -142,6 +142,14 @@ class Segment:
         return self.candidates[0]
 
 
+def first_listed(segments: list[Segment]) -> list[Segment]:
+    """`segments` with the first one's candidate list built: the list Space shows, so that a
+    Space answered from them (prepared, or warmed) does not build it."""
+    if segments:
+        len(segments[0].candidates)
+    return segments
+
+
 @dataclass(frozen=True)
 class ConversionRequest:
     """What to convert.

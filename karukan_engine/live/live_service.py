@@ -20,7 +20,7 @@ from typing import Any, Callable, Hashable, Sequence
 from karukan_engine.conversion.contracts import DictionaryConverter, LiveConverter
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import suggestions as completions
-from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment
+from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment, first_listed
 from karukan_engine.scheduling.scheduler import JobContext, Priority, Scheduler
 
 log = logging.getLogger(__name__)
@@ -83,6 +83,11 @@ SUGGESTION_DELAY_S = 0.010
 # 50 ms budget (docs/benchmarks.md, "Space prepared while the user pauses").
 PREPARE_DELAY_S = 0.100
 
+# The dictionary's part of Space's first answer (its segments and the first one's list, about
+# 0.5-1 ms of the interpreter) is worked out this soon after a key's reply: before a Space typed
+# right after the key, and after the reply has left (docs/benchmarks.md, "Space after a burst").
+WARM_SPACE_DELAY_S = 0.002
+
 # A quick Space's model conversion replaces the one shown only this soon after Space: later the
 # user is reading the candidates (and a human reacts in about 0.2-0.3 s), so a change would be a
 # surprise. With the bundled model it arrives 30-80 ms after Space at the median on a quiet
@@ -97,7 +102,7 @@ SUGGESTION_MODEL_BUDGET_S = 0.25
 # it and starts it from its event loop once the key's reply is out (waking a scheduler worker
 # from the session's thread alone cost the key about 0.5 ms, GIL hand-overs). Called with the
 # event's epoch (the work is moot once a newer event began), the work, and how long after the
-# reply at least (0: the host's own short delay, as for suggestions).
+# reply (0: the host's own delay, SUGGESTION_DELAY_S, as for suggestions).
 Deferral = Callable[[int, Callable[[], None], float], None]
 
 
@@ -145,6 +150,9 @@ class DictionaryOnly:
 
     def refined_conversion(self, request: ConversionRequest, ctx: JobContext | None = None) -> list[Segment] | None:
         return None
+
+    def warm_space(self, request: ConversionRequest) -> None:
+        first_listed(self.converter.convert(request))   # what convert_quick answers
 
     # The rest of the contract, handed on.
     def convert(self, request: ConversionRequest) -> list[Segment]:
@@ -279,6 +287,24 @@ class LiveService:
 
         self.scheduler.submit(context, Priority.PREPARE, work, lambda _: None, epoch=epoch)
 
+    def warm_space_for(self, context: ContextId, epoch: int, request: ConversionRequest) -> None:
+        """Have the converter work out what it keeps of Space's first answer for `request`
+        (LiveConverter.warm_space) for the event `epoch`; dropped unrun once a newer event
+        began. Nothing is delivered: a Space finds it in the converter's caches."""
+        if not request.reading or self.scheduler.epoch(context) != epoch:
+            return
+        warm = self.converter.warm_space
+
+        def work(ctx: JobContext) -> None:
+            if not ctx.cancelled():
+                try:
+                    warm(request)
+                except Exception as exc:   # Space itself will say so; no traceback quoting a reading
+                    log.debug("warming Space stopped: %s", type(exc).__name__)
+            return None
+
+        self.scheduler.submit(context, Priority.ANTICIPATE, work, lambda _: None, epoch=epoch)
+
     def anticipate(self, context: ContextId, epoch: int,
                    requests: Callable[[], Sequence[ConversionRequest]]) -> None:
         """Work out the quick live text of each of `requests()` (the readings the next letter
@@ -376,6 +402,12 @@ class LiveLink:
         """Ask for Space's conversion of `request` to be computed while the user pauses."""
         self._start(epoch, lambda delay_s: self.service.prepare_for(self.context, epoch, request, delay_s=delay_s),
                     self.service.prepare_delay_s)
+
+    def warm_space(self, epoch: int, request: ConversionRequest) -> None:
+        """Ask for the dictionary's part of Space's first answer for `request` to be worked out
+        right after the key (LiveService.warm_space_for)."""
+        self._start(epoch, lambda _delay_s: self.service.warm_space_for(self.context, epoch, request),
+                    WARM_SPACE_DELAY_S)
 
     def _start(self, epoch: int, start: Callable[[float | None], None], after_s: float = 0.0) -> None:
         """start(delay_s) now, the job waiting the service's own delay (None), or with a host

@@ -71,6 +71,12 @@ class BackgroundWork:
         if self.link is not None:
             self.link.anticipate(self.epoch, requests)
 
+    def warm_space(self, request: ConversionRequest) -> None:
+        """Ask for the dictionary's part of Space's first answer to be worked out right after
+        the key (needs a link; without one Space computes it)."""
+        if self.link is not None:
+            self.link.warm_space(self.epoch, request)
+
     def prepare(self, request: ConversionRequest) -> None:
         """Ask for Space's conversion of `request` while the user pauses (needs a link)."""
         if self.link is not None:

@@ -127,10 +127,16 @@ class Composition:
                 state.suggestions = SuggestionList.of(reading, found, self.suggest.count)
         # Ask for the conversion Space would start now, computed off the key path if the user
         # pauses: not in password fields (nothing is converted there) nor while Space types a
-        # space (Latin words).
-        if not self.field.password and not self.typing_latin() and self.work.can_prepare():
+        # space (Latin words). Its dictionary part comes right after the key where the live
+        # text has just analysed that same reading (nothing pending: the lattice is cached).
+        if self.field.password or self.typing_latin():
+            return
+        warm = self._converts_live(state) and not self.composer.pending
+        if warm or self.work.can_prepare():
             flushed = reading_of(self.composer.flushed_text())   # what Space converts (it flushes)
-            if flushed:
+            if flushed and warm:
+                self.work.warm_space(self.field.request(flushed))
+            if flushed and self.work.can_prepare():
                 self.work.prepare(self.field.request(flushed))
 
     def refresh_live(self, state: SessionState, finished: bool = False) -> None:

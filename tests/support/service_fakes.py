@@ -71,6 +71,9 @@ class GatedModelConverter(PlainConverter):
     def refined_conversion(self, request: ConversionRequest, ctx: JobContext | None = None) -> list[Segment] | None:
         return None
 
+    def warm_space(self, request: ConversionRequest) -> None:
+        return None
+
     def model_started(self, reading: str) -> bool:
         return self.started.setdefault(reading, threading.Event()).wait(TIMEOUT_S)
 

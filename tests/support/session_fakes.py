@@ -135,3 +135,6 @@ class SuggestingConverter(ScriptedConverter):
 
     def refined_conversion(self, request: ConversionRequest, ctx: JobContext | None = None) -> list[Segment] | None:
         return None
+
+    def warm_space(self, request: ConversionRequest) -> None:
+        return None

@@ -104,6 +104,9 @@ class FusedConverter:
     def refined_conversion(self, request: ConversionRequest, ctx: JobContext | None = None) -> list[Segment] | None:
         return self.space.refined_conversion(request, ctx)
 
+    def warm_space(self, request: ConversionRequest) -> None:
+        self.space.warm(request)
+
     # --- suggestions ---------------------------------------------------------------------------
 
     def suggestions(self, request: ConversionRequest, n: int = 6) -> list[Candidate]:

@@ -19,8 +19,8 @@ from typing import Callable
 from karukan_engine.conversion.fused.run_options import SPACE, RunOptions, SpacePlan, preparation
 from karukan_engine.conversion.fused.shared import FusionShared
 from karukan_engine.conversion.fused.space_ranking import SpaceRanking
-from karukan_engine.conversion.fused.space_segments import SegmentSplitter, first_listed
-from karukan_engine.core.types import ConversionRequest, Segment
+from karukan_engine.conversion.fused.space_segments import SegmentSplitter
+from karukan_engine.core.types import ConversionRequest, Segment, first_listed
 from karukan_engine.neural.errors import NeuralError
 from karukan_engine.scheduling.prepared import PreparedConversions
 from karukan_engine.scheduling.scheduler import Cancelled, JobContext
@@ -133,6 +133,16 @@ class SpaceConversion:
         if prepared is not None:
             return prepared, True
         return self.lean(request, RunOptions(plan=SpacePlan.LEAN)), False
+
+    def warm(self, request: ConversionRequest) -> None:
+        """Where Space's first answer is the dictionary's conversion (no model ready yet, or a
+        quick Space's lean answer), that conversion with its first segment's list, computed now
+        so that the caches hold it."""
+        if not request.reading or request.fixed_lengths:
+            return
+        if not self.shared.ready_slots() or (self.quick_space() and not self.shared.model_never_wins()
+                                             and self.shared.model_never_first()):
+            first_listed(self.base.convert(request))
 
     def lean(self, request: ConversionRequest, run: RunOptions) -> list[Segment]:
         """Quick Space's first answer, with no model work. Where the model's text can never come

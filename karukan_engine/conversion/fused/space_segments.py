@@ -86,14 +86,6 @@ class SegmentSplitter:
         return list(segment_list(reading, best, others, listed, words))
 
 
-def first_listed(segments: list[Segment]) -> list[Segment]:
-    """`segments` with the first one's candidate list built: the list Space shows, so that a
-    prepared Space does not build it."""
-    if segments:
-        len(segments[0].candidates)
-    return segments
-
-
 def span_bounds(readings: Sequence[str]) -> list[tuple[int, int]]:
     bounds, start = [], 0
     for reading in readings:
