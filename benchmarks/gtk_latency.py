@@ -22,6 +22,10 @@ Mozc desktops run as the unprivileged --user (create it first: `useradd -m mozcu
     python benchmarks/gtk_latency.py [--engines karukan-ibus,mozc-ibus,karukan-fcitx5,mozc-fcitx5]
                                    [--repeats 3] [--no-model] [--settle-s 10] [--json out.json]
                                    [--quiet-ms 150] [--no-prepare] [--no-quick] [--no-suggest]
+                                   [--bursts N]
+
+--bursts N times N bursts (default: as many as --repeats; each gives one Space, so a p50 over
+four is rough).
 
 --quiet-ms sets how long the preedit must be still before Space (the user's pause);
 --no-prepare gives Karukan `[conversion] prepare_space = false` (its config file in the
@@ -280,7 +284,8 @@ def press_and_wait_commit(gtk: GtkClient) -> list[float]:
     return commit_latency(gtk.command("timings"))
 
 
-def measure(gtk: GtkClient, repeats: int, quiet_s: float = QUIET_BEFORE_SPACE_S, pace_s: float = 0.0) -> dict:
+def measure(gtk: GtkClient, repeats: int, quiet_s: float = QUIET_BEFORE_SPACE_S, pace_s: float = 0.0,
+            bursts: int | None = None) -> dict:
     typing, space, settled, commit, missed = [], [], [], [], 0
     typed = two_texts = 0
     gtk.command("timings")                       # forget the warm-up
@@ -303,7 +308,7 @@ def measure(gtk: GtkClient, repeats: int, quiet_s: float = QUIET_BEFORE_SPACE_S,
             commit += press_and_wait_commit(gtk)
     return {"typing": summary(typing), "space": summary(space), "space_settled": summary(settled),
             "return_commit": summary(commit), "typed_keys": typed, "keys_with_two_texts": two_texts,
-            "burst_space": measure_burst(gtk, repeats), "missed": missed}
+            "burst_space": measure_burst(gtk, repeats if bursts is None else bursts), "missed": missed}
 
 
 def measure_burst(gtk: GtkClient, repeats: int) -> dict:
@@ -323,6 +328,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--bursts", type=int, help="bursts timed (default: --repeats)")
     parser.add_argument("--user", default="mozcuser", help="runs the Mozc desktop when run as root")
     parser.add_argument("--no-model", action="store_true", help="Karukan without the model")
     parser.add_argument("--settle-s", type=float, default=10.0,
@@ -346,7 +352,7 @@ def main() -> int:
             gtk = start(engine, desktop, not args.no_model, not args.no_prepare, not args.no_quick,
                         not args.no_suggest)
             time.sleep(args.settle_s)
-            results[engine] = measure(gtk, args.repeats, args.quiet_ms / 1000.0, args.pace_ms / 1000.0)
+            results[engine] = measure(gtk, args.repeats, args.quiet_ms / 1000.0, args.pace_ms / 1000.0, args.bursts)
             gtk.close()
         print(f"{engine}: done", file=sys.stderr)
     print(f"{'engine':<16} {'typing p50':>11} {'p95':>8} {'n':>5}   {'Space p50':>10} {'p95':>8} {'n':>4}"
@@ -361,7 +367,8 @@ def main() -> int:
               f"{r['keys_with_two_texts']:>5} of {r['typed_keys']:<4}  {r['missed']}")
     if args.json:
         args.json.write_text(json.dumps({
-            "benchmark": "gtk_latency", "repeats": args.repeats, "sentences": SENTENCES,
+            "benchmark": "gtk_latency", "repeats": args.repeats, "bursts": args.bursts or args.repeats,
+            "sentences": SENTENCES,
             "model": not args.no_model, "prepare_space": not args.no_prepare, "quick_space": not args.no_quick,
             "suggest": not args.no_suggest,
             "quiet_ms": args.quiet_ms, "pace_ms": args.pace_ms, "burst": BURST,

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Space right after a burst of keys, in process: the session's own time for that Space.
+
+The default converter (dictionary + bundled model) with a LiveService attached as the engine
+runs it: work the session defers starts on timers as the context host starts it, late updates
+are applied between keys on the typing thread, and the interpreter switches threads as the
+engine service sets it. Each burst types a sentence's romaji with GAP ms between a key's answer
+and the next key (about what an application's round trip leaves), then Space SPACE_AFTER ms
+after the last key; the Space is timed, then Return commits. Rows: typing (the burst's keys) and
+Space, p50 / p95 / max ms. Nothing here needs the network; the learning history is a fresh
+temporary one.
+
+    python benchmarks/burst_space_bench.py [--rounds 3] [--gap-ms 3] [--space-after-ms 8]
+                                           [--no-warm] [--json out.json]
+
+--no-warm turns off the warm-up of Space's first answer after each key (LiveLink.warm_space).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from private_user_data import private_user_data  # noqa: E402
+from session_bench import fused_converter, percentile  # noqa: E402
+
+from ime_frontend.contexts import favour_waiting_threads  # noqa: E402
+from karukan_engine.config import Config  # noqa: E402
+from karukan_engine.live.live_service import SUGGESTION_DELAY_S, LiveLink, LiveService  # noqa: E402
+from karukan_engine.session import Session  # noqa: E402
+from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
+
+# Typed without a pause, Space right after the last key (each 19-42 kana).
+BURSTS = [
+    "kyouhaiitenkidesuneashitahaamegafurusoudesu",
+    "kaiginosiryouwookurimasuatarashiipasokonnwokaimashita",
+    "konnshuunoyoteiwokakuninnshitekudasai",
+    "toukyouekimademachiawasewoshimashou",
+    "shinkansennnokippuwoyoyakushimashita",
+]
+WARM_UP = "watashinonamaehanakanodesu"
+
+
+class Engine:
+    """A session with its live link, deferred work on timers, late updates applied on demand."""
+
+    def __init__(self, converter, warm: bool) -> None:
+        self.session = Session(converter, Config())
+        self.service = LiveService(converter)
+        self._pending: list = []
+        self._lock = threading.Lock()
+        link_type = LiveLink if warm else WithoutWarmUp
+        self.session.attach_live(link_type(self.service, 1, self._arrived, self._defer))
+
+    def _arrived(self, update) -> None:
+        with self._lock:
+            self._pending.append(update)
+
+    @staticmethod
+    def _defer(_epoch: int, work, after_s: float) -> None:   # as ContextHost starts deferred work
+        timer = threading.Timer(after_s or SUGGESTION_DELAY_S, work)
+        timer.daemon = True
+        timer.start()
+
+    def key(self, label: str) -> float:
+        """Press one key (a parse_keys label); ms the session took."""
+        (_, keysym, mods), = parse_keys(label)
+        started = time.perf_counter()
+        self.session.process_key(keysym, mods)
+        return (time.perf_counter() - started) * 1000
+
+    def wait(self, seconds: float) -> None:
+        """Let `seconds` pass, applying the late updates that arrive meanwhile."""
+        deadline = time.perf_counter() + seconds
+        while True:
+            with self._lock:
+                updates, self._pending[:] = list(self._pending), []
+            for update in updates:
+                self.session.apply_live_update(update)
+            if time.perf_counter() >= deadline:
+                return
+            time.sleep(0.0005)
+
+
+class WithoutWarmUp(LiveLink):
+    """A link that asks for no warm-up of Space's first answer (--no-warm)."""
+
+    def warm_space(self, epoch, request) -> None:
+        return None
+
+
+def measure(engine: Engine, rounds: int, gap_s: float, space_after_s: float) -> dict[str, list[float]]:
+    for label in [c for c in WARM_UP] + ["<space>", "<Return>"]:
+        engine.key(label)
+        engine.wait(0.1)
+    times: dict[str, list[float]] = {"typing": [], "space": []}
+    for _ in range(rounds):
+        for burst in BURSTS:
+            for letter in burst:
+                times["typing"].append(engine.key(letter))
+                engine.wait(gap_s)
+            engine.wait(space_after_s)
+            times["space"].append(engine.key("<space>"))
+            engine.wait(0.3)
+            engine.key("<Return>")
+            engine.wait(0.3)
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="passes over the bursts (default 3)")
+    parser.add_argument("--gap-ms", type=float, default=3.0, help="between a key's answer and the next key")
+    parser.add_argument("--space-after-ms", type=float, default=8.0, help="between the last key and Space")
+    parser.add_argument("--no-warm", action="store_true", help="without the warm-up after each key")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    favour_waiting_threads()
+    with private_user_data():
+        converter = fused_converter()
+        if converter is None:
+            return 1
+        engine = Engine(converter, warm=not args.no_warm)
+        try:
+            times = measure(engine, args.rounds, args.gap_ms / 1000, args.space_after_ms / 1000)
+        finally:
+            engine.service.shutdown()
+    rows = [{"kind": kind, "count": len(values), "p50_ms": round(statistics.median(values), 3),
+             "p95_ms": round(percentile(values, 0.95), 3), "max_ms": round(max(values), 3)}
+            for kind, values in times.items()]
+    print(f"{'kind':<8}{'count':>7}{'p50 ms':>10}{'p95 ms':>10}{'max ms':>10}")
+    for r in rows:
+        print(f"{r['kind']:<8}{r['count']:>7}{r['p50_ms']:>10.3f}{r['p95_ms']:>10.3f}{r['max_ms']:>10.3f}")
+    if args.json:
+        info = {"python": platform.python_version(), "cpus": os.cpu_count(), "load_avg": os.getloadavg(),
+                "rounds": args.rounds, "gap_ms": args.gap_ms, "space_after_ms": args.space_after_ms,
+                "warm": not args.no_warm}
+        args.json.write_text(json.dumps({"info": info, "rows": rows}, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
