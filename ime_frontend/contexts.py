@@ -49,6 +49,9 @@ MAX_POSTPONES = 20
 # answer crosses threads (the bus loop, a session worker, the loop again): each crossing waited
 # for the running work's turn to end. KARUKAN_SWITCH_INTERVAL_MS overrides it (benchmarks).
 SWITCH_INTERVAL_S = 0.001
+# A commit's choices are learned this long after its reply (0.1-0.2 ms of a Return otherwise; the
+# wait lets the reply leave before the session worker takes the interpreter again).
+LEARN_AFTER_S = 0.002
 
 
 class ContextHost:
@@ -87,11 +90,24 @@ class ContextHost:
             async with self._lock:
                 view = await self._loop.run_in_executor(self._executor, _invoke, self._session, fn, args)
                 self._start_deferred()
+                if self._session.learning_pending:
+                    # a commit's choices are learned once its reply is out (before the next call)
+                    self._loop.call_later(LEARN_AFTER_S, self._learn_pending)
                 return view
         finally:
             self.last_used = time.monotonic()
             if self._collector is not None:
                 self._collector.activity(self._loop)
+
+    def _learn_pending(self) -> None:
+        if not self._session.learning_pending:
+            return   # an event learned them first
+        try:
+            task = self._loop.create_task(self.call(Session.learn_pending))
+        except RuntimeError:   # the loop has ended (shutting down)
+            return
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _start_deferred(self) -> None:
         # Later than the reply: the frontend sends it as soon as this call returns.
@@ -196,6 +212,7 @@ class ContextHost:
         """The context is gone: drop its pending model work and never deliver another view."""
         if self.closed:
             return
+        self._learn_pending()   # what the last commit chose is still learned
         self.closed = True
         if self._live is not None:
             self._live.close_context(self.context_id)

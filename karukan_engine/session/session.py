@@ -67,6 +67,9 @@ class Session:
                                    stabilizer_for(converter), self._work, self._field, suggest, self.config.rewriters.emoji,
                                    anticipate=self.config.session.anticipate)
         self._aux = self._commit = ""         # _commit: text committed by the current event
+        # Choices committed with a live link, learned once the reply is out (learn_pending):
+        # (pairs, the text left of them then).
+        self._unlearned: list[tuple[list[tuple[str, str]], str]] = []
 
     # ---------------------------------------------------------------- public API
 
@@ -131,6 +134,22 @@ class Session:
         self._clear_composition()
         self._field.forget()
         return self._view(True)
+
+    @property
+    def learning_pending(self) -> bool:
+        """Choices were committed that learn_pending has not learned yet."""
+        return bool(self._unlearned)
+
+    def learn_pending(self) -> None:
+        """Learn the choices committed since the last event. With a live link a commit's reply
+        goes out first (the host calls this right after it); every event also does it first,
+        so no conversion runs without them."""
+        pending, self._unlearned = self._unlearned, []
+        for pairs, left in pending:
+            try:
+                self._rewriters.record(self.converter, pairs, left)
+            except Exception as exc:
+                log.warning("learning failed: %s", type(exc).__name__)
 
     def set_surrounding_text(self, text: str, cursor: int, anchor: int | None = None) -> None:
         """Text around the caret in the application (characters); only the current line is kept."""
@@ -410,10 +429,9 @@ class Session:
         if text:
             self._commit += text
             if learn_pairs and self._field.learning_allowed():
-                try:
-                    self._rewriters.record(self.converter, list(learn_pairs), self._field.left)
-                except Exception as exc:
-                    log.warning("learning failed: %s", type(exc).__name__)
+                self._unlearned.append((list(learn_pairs), self._field.left))
+                if self._work.link is None:   # no host to learn after the reply: now
+                    self.learn_pending()
             self._field.committed(text)
         if clear:
             self._clear_composition()
@@ -441,6 +459,7 @@ class Session:
             self._after_edit()
 
     def _begin_event(self) -> None:
+        self.learn_pending()
         self._commit = self._aux = ""
         self._work.begin()
 
