@@ -41,7 +41,7 @@ from karukan_engine.live.live_service import SUGGESTION_DELAY_S, LiveLink, LiveS
 from karukan_engine.session import Session  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
 
-# Typed without a pause, Space right after the last key (each 19-42 kana).
+# Typed without a pause, Space right after the last key (35-53 keys each).
 BURSTS = [
     "kyouhaiitenkidesuneashitahaamegafurusoudesu",
     "kaiginosiryouwookurimasuatarashiipasokonnwokaimashita",

@@ -28,12 +28,23 @@ def press(session: Session, keys: str):
     return view
 
 
-def test_through_the_host_the_reply_comes_first_and_the_record_follows():
+def hosted(body) -> SuggestingConverter:
+    """Run body(host, converter) with one context of an engine core over the fake converter."""
     converter = SuggestingConverter([], words=WORDS)
     core = EngineCore(converter, config=CONFIG)
 
-    async def body():
-        host = core.new_context(asyncio.get_running_loop())
+    async def run():
+        await body(core.new_context(asyncio.get_running_loop()), converter)
+
+    try:
+        asyncio.run(run())
+    finally:
+        core.close()
+    return converter
+
+
+def test_through_the_host_the_reply_comes_first_and_the_record_follows():
+    async def body(host, converter):
         for _, keysym, mods in parse_keys("kaigi<space><space>"):
             await host.process_key(keysym, mods, False)
         _, keysym, mods = next(iter(parse_keys("<Return>")))
@@ -43,28 +54,18 @@ def test_through_the_host_the_reply_comes_first_and_the_record_follows():
         assert converter.recorded == [([("かいぎ", "回議")], "")]   # learned with no other call
         await host.close()
 
-    try:
-        asyncio.run(body())
-    finally:
-        core.close()
+    hosted(body)
 
 
 def test_a_context_closed_right_after_a_commit_still_learns_it():
-    converter = SuggestingConverter([], words=WORDS)
-    core = EngineCore(converter, config=CONFIG)
-
-    async def body():
-        host = core.new_context(asyncio.get_running_loop())
+    async def body(host, converter):
         for _, keysym, mods in parse_keys("ame<space><Return>"):
             await host.process_key(keysym, mods, False)
         await host.close()
         await asyncio.sleep(0.2)
         assert converter.recorded == [([("あめ", "雨")], "")]
 
-    try:
-        asyncio.run(body())
-    finally:
-        core.close()
+    hosted(body)
 
 
 @settings(max_examples=30, deadline=None)
