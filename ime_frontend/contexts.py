@@ -206,6 +206,9 @@ class ContextHost:
         return await self.call(lambda s: None)
 
     async def close(self) -> None:
+        """Learn what the last commit chose (if the host has not yet), then detach."""
+        if not self.closed and self._session.learning_pending:
+            await self.call(Session.learn_pending)
         self.detach()
 
     def detach(self) -> None:

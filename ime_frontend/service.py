@@ -139,6 +139,12 @@ class EngineService:
             self._dispatcher.cancel()
         self._inbox.drain()
 
+    async def close_contexts(self) -> None:
+        """Close every context (shutting down), each learning what its last commit chose."""
+        contexts, self._contexts = list(self._contexts.values()), {}
+        for ctx in contexts:
+            await ctx.host.close()
+
     async def _answer(self, msg: Message, spec: MethodSpec) -> None:
         CLIENT.set(msg.sender or "")   # this call's task only: its session work queues in the caller's lane
         try:
@@ -360,6 +366,7 @@ async def serve(core_factory: Callable[[], EngineCore], bus_address: str | None 
     stopped.cancel()
     lost.cancel()
     service.close()
+    await service.close_contexts()
     await loop.run_in_executor(None, core.close)
     log.info("engine service stopped")
     return status
