@@ -150,6 +150,13 @@ def first_listed(segments: list[Segment]) -> list[Segment]:
     return segments
 
 
+def settled_first_listed(segments: list[Segment]) -> None:
+    """first_listed where a later segment closes the first one: while the reading is still one
+    segment, the next key changes that segment, so a list built now would not be used."""
+    if len(segments) > 1:
+        first_listed(segments)
+
+
 @dataclass(frozen=True)
 class ConversionRequest:
     """What to convert.

@@ -20,7 +20,7 @@ from typing import Any, Callable, Hashable, Sequence
 from karukan_engine.conversion.contracts import DictionaryConverter, LiveConverter
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import suggestions as completions
-from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment, first_listed
+from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment, settled_first_listed
 from karukan_engine.scheduling.scheduler import JobContext, Priority, Scheduler
 
 log = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ class DictionaryOnly:
         return None
 
     def warm_space(self, request: ConversionRequest) -> None:
-        first_listed(self.converter.convert(request))   # what convert_quick answers
+        settled_first_listed(self.converter.convert(request))   # what convert_quick answers
 
     # The rest of the contract, handed on.
     def convert(self, request: ConversionRequest) -> list[Segment]:

@@ -101,6 +101,20 @@ def test_nothing_is_worked_out_while_a_key_is_pending(lattice, monkeypatch):
         service.shutdown()
 
 
+def test_a_reading_still_one_segment_is_not_worked_out(lattice, monkeypatch):
+    # The next key changes that segment: a list built now would not be used.
+    session, service = attached(lattice)
+    counted = Counted(monkeypatch, lattice)
+    try:
+        typed(session, service, "kaigi")
+        assert [s.reading for s in lattice.convert(ConversionRequest("かいぎ"))] == ["かいぎ"]
+        assert counted.calls == 0
+        typed(session, service, "<space>")
+        assert counted.calls == 1
+    finally:
+        service.shutdown()
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(keys=st.sampled_from(SENTENCES + ["watasinonamaehanakanodesu", "nihongo", "a", "kisyanokisyaga"]),
        then=st.sampled_from(["<space>", "<space><space>", "<space><Right>", "<space><Down><Down>"]))

@@ -20,7 +20,7 @@ from karukan_engine.conversion.fused.run_options import SPACE, RunOptions, Space
 from karukan_engine.conversion.fused.shared import FusionShared
 from karukan_engine.conversion.fused.space_ranking import SpaceRanking
 from karukan_engine.conversion.fused.space_segments import SegmentSplitter
-from karukan_engine.core.types import ConversionRequest, Segment, first_listed
+from karukan_engine.core.types import ConversionRequest, Segment, first_listed, settled_first_listed
 from karukan_engine.neural.errors import NeuralError
 from karukan_engine.scheduling.prepared import PreparedConversions
 from karukan_engine.scheduling.scheduler import Cancelled, JobContext
@@ -142,7 +142,7 @@ class SpaceConversion:
             return
         if not self.shared.ready_slots() or (self.quick_space() and not self.shared.model_never_wins()
                                              and self.shared.model_never_first()):
-            first_listed(self.base.convert(request))
+            settled_first_listed(self.base.convert(request))
 
     def lean(self, request: ConversionRequest, run: RunOptions) -> list[Segment]:
         """Quick Space's first answer, with no model work. Where the model's text can never come
