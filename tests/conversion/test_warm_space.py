@@ -87,27 +87,20 @@ def test_space_after_a_key_finds_its_list_worked_out(lattice, monkeypatch, sente
         service.shutdown()
 
 
-def test_nothing_is_worked_out_while_a_key_is_pending(lattice, monkeypatch):
+@pytest.mark.parametrize("keys, one_segment", [
     # A pending consonant changes what Space converts (it flushes): the live text did not
     # analyse that reading, so the warm-up would cost a whole lattice on the typing's time.
+    ("kaiginosiryouwookurimas", None),
+    # A reading still one segment: the next key changes that segment, so its list would not be used.
+    ("kaigi", "かいぎ"),
+], ids=["key-pending", "one-segment"])
+def test_nothing_is_worked_out_that_the_next_key_would_change(lattice, monkeypatch, keys, one_segment):
     session, service = attached(lattice)
     counted = Counted(monkeypatch, lattice)
     try:
-        typed(session, service, "kaiginosiryouwookurimas")
-        assert counted.calls == 0
-        typed(session, service, "<space>")
-        assert counted.calls == 1
-    finally:
-        service.shutdown()
-
-
-def test_a_reading_still_one_segment_is_not_worked_out(lattice, monkeypatch):
-    # The next key changes that segment: a list built now would not be used.
-    session, service = attached(lattice)
-    counted = Counted(monkeypatch, lattice)
-    try:
-        typed(session, service, "kaigi")
-        assert [s.reading for s in lattice.convert(ConversionRequest("かいぎ"))] == ["かいぎ"]
+        typed(session, service, keys)
+        if one_segment is not None:
+            assert [s.reading for s in lattice.convert(ConversionRequest(one_segment))] == [one_segment]
         assert counted.calls == 0
         typed(session, service, "<space>")
         assert counted.calls == 1
