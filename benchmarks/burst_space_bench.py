@@ -24,7 +24,6 @@ import os
 import platform
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -33,12 +32,11 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from private_user_data import private_user_data  # noqa: E402
-from session_bench import fused_converter, percentile  # noqa: E402
+from session_bench import LiveAttached, fused_converter, percentile  # noqa: E402
 
 from ime_frontend.contexts import favour_waiting_threads  # noqa: E402
 from karukan_engine.config import Config  # noqa: E402
-from karukan_engine.live.live_service import SUGGESTION_DELAY_S, LiveLink, LiveService  # noqa: E402
-from karukan_engine.session import Session  # noqa: E402
+from karukan_engine.live.live_service import LiveLink  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
 
 # Typed without a pause, Space right after the last key (35-53 keys each).
@@ -52,47 +50,6 @@ BURSTS = [
 WARM_UP = "watashinonamaehanakanodesu"
 
 
-class Engine:
-    """A session with its live link, deferred work on timers, late updates applied on demand."""
-
-    def __init__(self, converter, warm: bool) -> None:
-        self.session = Session(converter, Config())
-        self.service = LiveService(converter)
-        self._pending: list = []
-        self._lock = threading.Lock()
-        link_type = LiveLink if warm else WithoutWarmUp
-        self.session.attach_live(link_type(self.service, 1, self._arrived, self._defer))
-
-    def _arrived(self, update) -> None:
-        with self._lock:
-            self._pending.append(update)
-
-    @staticmethod
-    def _defer(_epoch: int, work, after_s: float) -> None:   # as ContextHost starts deferred work
-        timer = threading.Timer(after_s or SUGGESTION_DELAY_S, work)
-        timer.daemon = True
-        timer.start()
-
-    def key(self, label: str) -> float:
-        """Press one key (a parse_keys label); ms the session took."""
-        (_, keysym, mods), = parse_keys(label)
-        started = time.perf_counter()
-        self.session.process_key(keysym, mods)
-        return (time.perf_counter() - started) * 1000
-
-    def wait(self, seconds: float) -> None:
-        """Let `seconds` pass, applying the late updates that arrive meanwhile."""
-        deadline = time.perf_counter() + seconds
-        while True:
-            with self._lock:
-                updates, self._pending[:] = list(self._pending), []
-            for update in updates:
-                self.session.apply_live_update(update)
-            if time.perf_counter() >= deadline:
-                return
-            time.sleep(0.0005)
-
-
 class WithoutWarmUp(LiveLink):
     """A link that asks for no warm-up of Space's first answer (--no-warm)."""
 
@@ -100,21 +57,37 @@ class WithoutWarmUp(LiveLink):
         return None
 
 
-def measure(engine: Engine, rounds: int, gap_s: float, space_after_s: float) -> dict[str, list[float]]:
+def attached(converter, warm: bool) -> LiveAttached:
+    """The default session as the engine runs it, late updates checked every 0.5 ms (a burst's
+    keys come 3 ms apart)."""
+    return LiveAttached(converter, Config(), LiveLink if warm else WithoutWarmUp, poll_s=0.0005)
+
+
+def press(engine: LiveAttached, label: str) -> float:
+    """One key by its parse_keys label; ms the session took."""
+    (_, keysym, mods), = parse_keys(label)
+    return engine.key(keysym, mods)
+
+
+def wait(engine: LiveAttached, seconds: float) -> None:
+    engine.wait_until(time.perf_counter() + seconds)
+
+
+def measure(engine: LiveAttached, rounds: int, gap_s: float, space_after_s: float) -> dict[str, list[float]]:
     for label in [c for c in WARM_UP] + ["<space>", "<Return>"]:
-        engine.key(label)
-        engine.wait(0.1)
+        press(engine, label)
+        wait(engine, 0.1)
     times: dict[str, list[float]] = {"typing": [], "space": []}
     for _ in range(rounds):
         for burst in BURSTS:
             for letter in burst:
-                times["typing"].append(engine.key(letter))
-                engine.wait(gap_s)
-            engine.wait(space_after_s)
-            times["space"].append(engine.key("<space>"))
-            engine.wait(0.3)
-            engine.key("<Return>")
-            engine.wait(0.3)
+                times["typing"].append(press(engine, letter))
+                wait(engine, gap_s)
+            wait(engine, space_after_s)
+            times["space"].append(press(engine, "<space>"))
+            wait(engine, 0.3)
+            press(engine, "<Return>")
+            wait(engine, 0.3)
     return times
 
 
@@ -131,7 +104,7 @@ def main() -> int:
         converter = fused_converter()
         if converter is None:
             return 1
-        engine = Engine(converter, warm=not args.no_warm)
+        engine = attached(converter, warm=not args.no_warm)
         try:
             times = measure(engine, args.rounds, args.gap_ms / 1000, args.space_after_ms / 1000)
         finally:

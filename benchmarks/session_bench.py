@@ -51,6 +51,7 @@ from private_user_data import private_user_data  # noqa: E402
 
 from karukan_engine.config import Config, SessionSettings, SuggestSettings  # noqa: E402
 from karukan_engine.conversion.plain import PlainConverter  # noqa: E402
+from karukan_engine.live.live_service import SUGGESTION_DELAY_S, LiveLink, LiveService  # noqa: E402
 from karukan_engine.session import Session  # noqa: E402
 from karukan_engine.session.keys_cli import parse_keys  # noqa: E402
 
@@ -104,52 +105,65 @@ def measure(converter, repeats: int) -> dict[str, list[float]]:
 WARM_UP = ["watashinonamaehanakanodesu", "densyanookurenitsuite"]
 
 
-def measure_paced(converter, pace_s: float, anticipate: bool = True) -> dict[str, list[float]]:
-    """measure(), with the session attached to a LiveService and a key every pace_s seconds;
-    each sentence once, after WARM_UP. Work the session defers starts after the key as the
-    engine's context host starts it (ime_frontend/contexts.py): SUGGESTION_DELAY_S later, or
-    as long after as the work asks, on a timer."""
-    from karukan_engine.live.live_service import SUGGESTION_DELAY_S, LiveLink, LiveService
+class LiveAttached:
+    """A Session attached to a LiveService as the engine runs it: work the session defers starts
+    after the key as the engine's context host starts it (ime_frontend/contexts.py),
+    SUGGESTION_DELAY_S later or as long after as the work asks, on a timer; late updates are
+    applied on the typing thread while it waits (checked every `poll_s`)."""
 
-    session = Session(converter, Config(session=SessionSettings(anticipate=anticipate)))
-    service = LiveService(converter)
-    pending: list = []
-    lock = threading.Lock()
+    def __init__(self, converter, config: Config, link_type: type[LiveLink] = LiveLink,
+                 poll_s: float = 0.005) -> None:
+        self.session = Session(converter, config)
+        self.service = LiveService(converter)
+        self.poll_s = poll_s
+        self._pending: list = []
+        self._lock = threading.Lock()
+        self.session.attach_live(link_type(self.service, 1, self._arrived, self._defer))
 
-    def arrived(update) -> None:   # a worker thread: hand it to the typing thread
-        with lock:
-            pending.append(update)
+    def _arrived(self, update) -> None:   # a worker thread: hand it to the typing thread
+        with self._lock:
+            self._pending.append(update)
 
-    def defer(_epoch: int, work, after_s: float) -> None:   # the service drops work of an older epoch
+    @staticmethod
+    def _defer(_epoch: int, work, after_s: float) -> None:   # the service drops work of an older epoch
         timer = threading.Timer(after_s or SUGGESTION_DELAY_S, work)
         timer.daemon = True
         timer.start()
 
-    session.attach_live(LiveLink(service, 1, arrived, defer))
+    def key(self, keysym: int, mods: int = 0) -> float:
+        """Press one key; ms the session took."""
+        started = time.perf_counter()
+        self.session.process_key(keysym, mods)
+        return (time.perf_counter() - started) * 1000
 
-    def wait_until(deadline: float) -> None:
+    def wait_until(self, deadline: float) -> None:
+        """Apply the late updates that arrive until `deadline` (perf_counter seconds)."""
         while True:
-            with lock:
-                updates, pending[:] = list(pending), []
+            with self._lock:
+                updates, self._pending[:] = list(self._pending), []
             for update in updates:
-                session.apply_live_update(update)
+                self.session.apply_live_update(update)
             if time.perf_counter() >= deadline:
                 return
-            time.sleep(0.005)
+            time.sleep(self.poll_s)
 
+
+def measure_paced(converter, pace_s: float, anticipate: bool = True) -> dict[str, list[float]]:
+    """measure(), through LiveAttached with a key every pace_s seconds; each sentence once,
+    after WARM_UP."""
+    attached = LiveAttached(converter, Config(session=SessionSettings(anticipate=anticipate)))
     times: dict[str, list[float]] = {"typing": [], "convert": [], "commit": []}
     try:
         for timed, sentence in [(False, s) for s in WARM_UP] + [(True, s) for s in SENTENCES]:
             for label, keysym, mods in parse_keys(sentence + "<space><Return>"):
                 start = time.perf_counter()
-                session.process_key(keysym, mods)
-                elapsed = (time.perf_counter() - start) * 1000
+                elapsed = attached.key(keysym, mods)
                 if timed:
                     times[key_kind(label)].append(elapsed)
-                wait_until(start + pace_s)
-            service.scheduler.idle(30)
+                attached.wait_until(start + pace_s)
+            attached.service.scheduler.idle(30)
     finally:
-        service.shutdown()
+        attached.service.shutdown()
     return times
 
 

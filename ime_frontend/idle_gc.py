@@ -3,7 +3,7 @@
 CPython starts a collection after 700 net allocations of containers, whichever thread allocates
 the 700th, so about one key in sixteen paid for one. Through fcitx5 at a typist's pace those
 collections took about 1 ms (up to 2.3; a generation-1 one 5 ms) and sat inside the slowest keys
-(docs/benchmarks.md, "Garbage collection between keys"). Here the objects built while starting
+(docs/benchmarks.md, "Issue 30: garbage collection between keys"). Here the objects built while starting
 (the dictionary's tables, the models' vocabularies) are frozen out of every collection, the
 allocation threshold is raised to a backstop that only a long burst of keys reaches, and a
 collection runs from the event loop once no call came for QUIET_S.

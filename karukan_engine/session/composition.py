@@ -132,12 +132,15 @@ class Composition:
         if self.field.password or self.typing_latin():
             return
         warm = self._converts_live(state) and not self.composer.pending
-        if warm or self.work.can_prepare():
-            flushed = reading_of(self.composer.flushed_text())   # what Space converts (it flushes)
-            if flushed and warm:
-                self.work.warm_space(self.field.request(flushed))
-            if flushed and self.work.can_prepare():
-                self.work.prepare(self.field.request(flushed))
+        prepare = self.work.can_prepare()
+        flushed = reading_of(self.composer.flushed_text()) if warm or prepare else ""   # Space flushes
+        if not flushed:
+            return
+        request = self.field.request(flushed)
+        if warm:
+            self.work.warm_space(request)
+        if prepare:
+            self.work.prepare(request)
 
     def refresh_live(self, state: SessionState, finished: bool = False) -> None:
         """Recompute the live conversion of the settled text (all live text goes through here).

@@ -5,8 +5,8 @@ document, no annotated dev or test sentence). Words are (surface, hiragana readi
 annotated Wikipedia gives its gold morphemes; every other sentence is cut by fugashi with
 UniDic (unidic-lite), its reading cleaned as the reading pipeline cleans it (readings.py; a
 word it cannot read is UNK) and, for a few everyday words, the one people type (typed_reading).
-SudachiPy's cross-check is left out here: it would multiply the
-build time by several for a model whose rare words are pruned anyway (docs/training.md).
+SudachiPy's cross-check is left out here: it would multiply the build time by several for a
+model whose rare words are pruned anyway (docs/training.md).
 The vocabulary keeps the `vocabulary` most frequent words; n-grams seen fewer than
 `min_counts` times are dropped.
 """

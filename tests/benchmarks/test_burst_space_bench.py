@@ -24,7 +24,7 @@ def test_each_burst_gives_its_keys_and_one_space(system, tmp_path, monkeypatch, 
     warmed = []
     real = converter.convert
     monkeypatch.setattr(converter, "convert", lambda request: warmed.append(request.reading) or real(request))
-    engine = burst_space_bench.Engine(converter, warm=warm)
+    engine = burst_space_bench.attached(converter, warm=warm)
     try:
         times = burst_space_bench.measure(engine, rounds=2, gap_s=0.003, space_after_s=0.008)
     finally:
