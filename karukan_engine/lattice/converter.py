@@ -61,6 +61,7 @@ from karukan_engine.lattice.word_lm import (
     SearchTerms,
     WordLmWeights,
     WordScorer,
+    open_start,
     path_rescorer,
     search_terms,
 )
@@ -226,7 +227,9 @@ class LatticeConverter:
                             base=base.space if base is not None else None,
                             **(terms.space_args() if terms is not None else {}))
         ranked = ranked_paths(lattice, space, scorer, context, lm_weights,
-                              path_rescorer(words, lattice, context, self.word_weights))
+                              path_rescorer(words, lattice, context, self.word_weights),
+                              self.word_weights.open_start if words is not None and open_start(context, self.word_weights)
+                              else 0.0)
         plain = None
         if words is not None and len(ranked) > 1:
             plain = SearchSpace(lattice, self.dictionary, 0, len(reading), bos_choices=start,

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
+import numpy as np
+
 from karukan_engine.lattice.lattice import Lattice
 from karukan_engine.lattice.search import SearchSpace
 
@@ -23,9 +25,10 @@ MAX_EXPANSIONS = 20000
 
 
 class TextScorer(Protocol):
-    """log P of each (text, left context) pair, natural log (lm/char_ngram.CharNgram)."""
+    """log P of each (text, left context) pair, natural log (lm/char_ngram.CharNgram); with
+    open_start, an empty context is unknown text rather than a sentence start."""
 
-    def score_many(self, pairs: Sequence[tuple[str, str]]): ...
+    def score_many(self, pairs: Sequence[tuple[str, str]], open_start: bool = False): ...
 
 
 @dataclass(frozen=True)
@@ -68,21 +71,35 @@ def distinct_paths(lattice: Lattice, space: SearchSpace, limit: int) -> list[tup
 
 
 def ranked_paths(lattice: Lattice, space: SearchSpace, scorer: TextScorer | None, context: str,
-                 weights: LmWeights, rescore: Callable[[list[list[int]]], list[float]] | None = None) -> list[ScoredPath]:
+                 weights: LmWeights, rescore: Callable[[list[list[int]]], list[float]] | None = None,
+                 open_start: float = 0.0) -> list[ScoredPath]:
     """The distinct paths best first by the joint score (by cost alone without a scorer or
     weight); ties keep the dictionary's order. rescore: more cost units per path (the word
-    trigram's correction of the bigram the search used, lattice/word_lm.py), all paths at once."""
+    trigram's correction of the bigram the search used, lattice/word_lm.py), all paths at once.
+    open_start: where there is no left context, the chance that the reading does not start a
+    sentence (the n-gram's P is then a mixture of both; word_lm.open_start says where)."""
     judged = scorer is not None and weights.weight > 0
     found = distinct_paths(lattice, space, weights.paths if judged or rescore is not None else 1)
     if not (judged or rescore is not None) or len(found) < 2:
         return [ScoredPath(float(cost), cost, surface, tuple(nodes)) for cost, surface, nodes in found]
     tail = context[-weights.context_chars:] if weights.context_chars else ""
-    logs = scorer.score_many([(surface, tail) for _, surface, _ in found]) if judged else [0.0] * len(found)
+    logs = _text_logs(scorer, [surface for _, surface, _ in found], tail, open_start) if judged else [0.0] * len(found)
     extra = rescore([nodes for _, _, nodes in found]) if rescore is not None else [0.0] * len(found)
     scored = [ScoredPath(cost - (weights.weight if judged else 0.0) * float(log) + more, cost, surface, tuple(nodes))
               for (cost, surface, nodes), log, more in zip(found, logs, extra)]
     order = sorted(range(len(scored)), key=lambda i: (scored[i].score, i))
     return [scored[i] for i in order]
+
+
+def _text_logs(scorer: TextScorer, surfaces: list[str], tail: str, open_start: float):
+    """log P of each surface after tail; with open_start > 0, of the mixture of the surface
+    starting a sentence and not."""
+    logs = scorer.score_many([(surface, tail) for surface in surfaces])
+    if open_start <= 0:
+        return logs
+    unanchored = scorer.score_many([(surface, tail) for surface in surfaces], open_start=True)
+    with np.errstate(divide="ignore"):
+        return np.logaddexp(np.log1p(-open_start) + np.asarray(logs), np.log(open_start) + np.asarray(unanchored))
 
 
 def keep_dictionary_choice(ranked: list[ScoredPath], dictionary_surface: str, margin: float) -> list[ScoredPath]:

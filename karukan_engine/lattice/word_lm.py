@@ -55,11 +55,15 @@ class WordLmWeights:
     # cost units per nat of a judged path's content words' association with the text around
     # them (lattice/topic_paths.py; 0: not used; fitted by tools/topic_fit.py)
     topic: float = 300.0
+    # where there is no text left of the caret, the chance that the reading does not start a
+    # sentence (a phrase converted on its own, a field whose text is unknown): its first words
+    # are scored by a mixture of P(w | sentence start) and P(w) (tools/open_start_fit.py)
+    open_start: float = 0.7
 
     def __post_init__(self) -> None:
-        if (min(self.weight, self.unknown, self.trigram, self.char_weight, self.dictionary_margin, self.topic) < 0
-                or self.weight != self.weight):
-            raise ValueError("word language-model weights must be non-negative")
+        if (min(self.weight, self.unknown, self.trigram, self.char_weight, self.dictionary_margin, self.topic,
+                self.open_start) < 0 or self.weight != self.weight or self.open_start > 1):
+            raise ValueError("word language-model weights must be non-negative (open_start at most 1)")
 
 
 class WordScorer:
@@ -154,11 +158,15 @@ def search_terms(scorer: WordScorer, lattice: Lattice, lo: int, hi: int, context
     start, end = lattice.start, lattice.end
     inside = (start >= lo) & (end <= hi)
     inside[[BOS, EOS]] = False
-    # the first word pays for following the context's word when the pair is unseen
     first = inside & (start == lo)
+    members = np.flatnonzero(inside & known)
+    if open_start(context, weights):
+        # the first words' cost is worked out here whole; no pair leaves the context's word
+        nats[first] = _open_start_nats(model, words[first], known[first], backoff[first], weights)
+        first_word = UNK
+    # the first word pays for following the context's word when the pair is unseen
     first_backoff = -float(model.unigram_backoff[first_word]) if first_word != UNK else 0.0
     nats[first] += first_backoff
-    members = np.flatnonzero(inside & known)
     # the left side of every transition inside the span: known words ending before hi, and the
     # context's word at lo; the right side: known words starting at or after lo. Each side is
     # grouped by (position, word) (a word's POS variants share their terms), every pair of
@@ -201,6 +209,25 @@ def search_terms(scorer: WordScorer, lattice: Lattice, lo: int, hi: int, context
             kept.insert(0, old[:inner])
     pairs = tuple(np.concatenate(part).astype(np.int64) for part in (prev_all, cur_all, bonus_all))
     return SearchTerms(words, extra, pairs, int(last.size))
+
+
+def open_start(context: str, weights: WordLmWeights) -> bool:
+    """Whether the reading's first word is scored as maybe not starting a sentence."""
+    return weights.open_start > 0 and not context.strip(" \t\u3000")
+
+
+def _open_start_nats(model: WordNgram, words: np.ndarray, known: np.ndarray, backoff: np.ndarray,
+                     weights: WordLmWeights) -> np.ndarray:
+    """-log of (1 - s) P(w | sentence start) + s P(w) for each first word w (s = open_start),
+    plus the backoff its successor pays; unknown words pay `unknown` nats either way."""
+    share = weights.open_start
+    uni = model.unigram_logp[words].astype(np.float64)
+    after_start = uni + float(model.unigram_backoff[WORD_BOS])
+    hit, logp = model.bigram_hits(np.full(words.size, WORD_BOS), words)
+    after_start[hit] = logp[hit]
+    with np.errstate(divide="ignore"):
+        mixed = np.logaddexp(np.log1p(-share) + after_start, np.log(share) + uni)
+    return np.where(known, backoff - mixed, weights.unknown)
 
 
 def _groups(positions: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -261,7 +288,8 @@ def path_rescorer(scorer: WordScorer | None, lattice: Lattice, context: str, wei
     topic = weights.topic if scorer.topics is not None else 0.0
     if trigram <= 0 and topic <= 0:
         return None
-    first = scorer.context_word(context)
+    # an open start has no sentence start for the trigram to condition the first words on
+    first = UNK if open_start(context, weights) else scorer.context_word(context)
 
     def rescore(paths: list[list[int]]) -> list[float]:
         words = [path_words(scorer, lattice, p) for p in paths]

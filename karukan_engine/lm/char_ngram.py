@@ -226,19 +226,23 @@ class CharNgram:
         pos = np.minimum(np.searchsorted(keys, code), len(keys) - 1)
         return pos, keys[pos] == code
 
-    def history_ids(self, context: str) -> np.ndarray:
+    def history_ids(self, context: str, open_start: bool = False) -> np.ndarray:
         """The ids what comes after `context` is conditioned on: up to order - 1, from its last
         sentence start (the start of the text, when the context is empty or short, or where a
-        newline in it is), that start's BOUNDARY included."""
-        history = np.r_[BOUNDARY, self.ids_of(context)].astype(np.int64)
+        newline in it is), that start's BOUNDARY included. open_start: the text before the
+        context is unknown, so the context's first character is not taken to start a sentence."""
+        history = np.r_[[] if open_start else [BOUNDARY], self.ids_of(context)].astype(np.int64)
+        if open_start and not (history == BOUNDARY).any():
+            return history[max(0, len(history) - (self.order - 1)):]
         return history[max(int(np.flatnonzero(history == BOUNDARY)[-1]), len(history) - (self.order - 1)):]
 
     def score(self, text: str, context: str = "") -> float:
         """log P(text | context): the sum of its characters' log P, natural log."""
         return float(self.score_many([(text, context)])[0])
 
-    def score_many(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """log P(text | context) for every (text, context), in one vectorised pass.
+    def score_many(self, pairs: Sequence[tuple[str, str]], open_start: bool = False) -> np.ndarray:
+        """log P(text | context) for every (text, context), in one vectorised pass (open_start:
+        as history_ids).
 
         Each pair becomes one run of ids: order - 1 fillers, the context's history_ids (each
         distinct context worked out once: Space scores ten spellings after one context), then
@@ -259,7 +263,7 @@ class CharNgram:
         for (_, context), n in zip(pairs, lengths.tolist()):
             history = histories.get(context)
             if history is None:
-                history = histories[context] = self.history_ids(context)
+                history = histories[context] = self.history_ids(context, open_start)
             runs += [filler, history, targets[taken:taken + n]]
             text_start = at + len(filler) + len(history)
             places.append(np.arange(text_start, text_start + n))

@@ -5,6 +5,7 @@ counted from the test's own text (tests never read the corpus)."""
 from __future__ import annotations
 
 import hashlib
+import math
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -35,9 +36,9 @@ class HashScorer:
         self.salt = salt
         self.calls: list[list[tuple[str, str]]] = []
 
-    def score_many(self, pairs):
+    def score_many(self, pairs, open_start=False):
         self.calls.append(list(pairs))
-        return [-(hashlib.sha1(f"{self.salt}:{t}:{c}".encode()).digest()[0] / 16.0) for t, c in pairs]
+        return [-(hashlib.sha1(f"{self.salt}:{t}:{c}:{open_start}".encode()).digest()[0] / 16.0) for t, c in pairs]
 
 
 READINGS = st.text(alphabet="かきくけこしのはをにいうがたてで", min_size=1, max_size=8)
@@ -45,22 +46,26 @@ READINGS = st.text(alphabet="かきくけこしのはをにいうがたてで", 
 
 @settings(max_examples=40)
 @given(reading=READINGS, salt=st.integers(0, 1000), weight=st.floats(0, 2000), paths=st.integers(1, 12),
-       context=st.text(alphabet="今日は銀行の", max_size=12))
-def test_ranked_paths_are_the_distinct_paths_in_score_order(system, reading, salt, weight, paths, context):
+       context=st.text(alphabet="今日は銀行の", max_size=12), share=st.sampled_from([0.0, 0.4, 1.0]))
+def test_ranked_paths_are_the_distinct_paths_in_score_order(system, reading, salt, weight, paths, context, share):
     converter = LatticeConverter(system, None, None)
     analysis = converter._analyse(ConversionRequest(reading))
     scorer = HashScorer(salt)
     weights = LmWeights(weight=weight, paths=paths, context_chars=4)
-    ranked = ranked_paths(analysis.lattice, analysis.space, scorer, context, weights)
+    ranked = ranked_paths(analysis.lattice, analysis.space, scorer, context, weights, open_start=share)
     found = distinct_paths(analysis.lattice, analysis.space, paths if weight > 0 else 1)
     assert sorted(p.surface for p in ranked) == sorted(s for _, s, _ in found)
     assert len({p.surface for p in ranked}) == len(ranked)
     assert [p.score for p in ranked] == sorted(p.score for p in ranked)
     if weight == 0 or len(found) < 2:
         assert not scorer.calls and [p.surface for p in ranked] == [found[0][1]]
-    else:   # the scorer saw every surface after the context's last characters, once
-        assert scorer.calls == [[(s, context[-4:]) for _, s, _ in found]]
-        logs = dict(zip((s for _, s, _ in found), scorer.score_many([(s, context[-4:]) for _, s, _ in found])))
+    else:   # the scorer saw every surface after the context's last characters, once (twice: open start)
+        pairs = [(s, context[-4:]) for _, s, _ in found]
+        assert scorer.calls == [pairs] * (2 if share else 1)
+        anchored, unanchored = scorer.score_many(pairs), scorer.score_many(pairs, open_start=True)
+        # an open start: P is (1 - share) P(after a sentence start) + share P(anywhere)
+        mixed = [math.log((1 - share) * math.exp(a) + share * math.exp(u)) for a, u in zip(anchored, unanchored)]
+        logs = dict(zip((s for _, s, _ in found), mixed))
         for p in ranked:
             assert p.score == pytest.approx(p.cost - weight * logs[p.surface])
     for p in ranked:   # every path is the lattice's own and costs what the search says

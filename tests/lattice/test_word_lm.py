@@ -73,10 +73,10 @@ def test_a_loading_model_leaves_the_dictionary_alone(system):
 @settings(max_examples=30, deadline=None)
 @given(reading=st.text(alphabet="きしゃのかいぎしりょうしんぶん", min_size=1, max_size=10),
        context=st.sampled_from(["", "新聞", "蒸気。", "ほげ"]), weight=st.floats(1, 3000),
-       unknown=st.floats(0, 30))
+       unknown=st.floats(0, 30), open_start=st.sampled_from([0.0, 0.5, 1.0]))
 def test_terms_only_lower_transitions_and_the_best_path_is_the_cheapest(system, scorer, reading, context,
-                                                                     weight, unknown):
-    weights = WordLmWeights(weight=weight, unknown=unknown)
+                                                                     weight, unknown, open_start):
+    weights = WordLmWeights(weight=weight, unknown=unknown, open_start=open_start)
     converter = LatticeConverter(system, None, None, word_lm=lambda: scorer, word_weights=weights)
     analysis = converter._analyse(ConversionRequest(reading, left_context=context))
     terms = search_terms(scorer, analysis.lattice, 0, len(reading), context, weights)
@@ -148,3 +148,22 @@ def test_a_close_call_keeps_the_dictionarys_conversion(system, scorer):
         picks[margin] = LatticeConverter(system, None, None, word_lm=lambda: scorer, word_weights=weights).live(request)
     assert picks[0.0] == "汽車" != alone
     assert picks[1e9] == alone
+
+
+def test_an_unknown_left_context_need_not_start_a_sentence(system, tmp_path):
+    # 汽車 opens sentences; 記者 is the commoner word but never comes first
+    scorer = scorer_of(system, tmp_path, [["汽車", "の", "資料"]] * 8 + [["新聞", "記者"]] * 40)
+    picks = {}
+    for share in (0.0, 0.9):
+        weights = WordLmWeights(weight=2000.0, unknown=12.0, open_start=share)
+        converter = LatticeConverter(system, None, None, word_lm=lambda: scorer, word_weights=weights)
+        picks[share] = [converter.live(ConversionRequest("きしゃ", left_context=c)) for c in ("", "終わり。")]
+    assert picks[0.0] == ["汽車", "汽車"]
+    # no text left of the caret: the commoner word; after a sentence end: still a sentence start
+    assert picks[0.9] == ["記者", "汽車"]
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5])
+def test_the_open_start_share_is_a_probability(share):
+    with pytest.raises(ValueError):
+        WordLmWeights(open_start=share)

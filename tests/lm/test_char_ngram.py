@@ -120,9 +120,10 @@ def test_doctor_says_whether_the_ngram_loads(counted, tmp_path):
 
 # --- Kneser-Ney (what ships) ------------------------------------------------------------------
 
-def reference_kneser_ney(sentences, text, context="", order=5):
+def reference_kneser_ney(sentences, text, context="", order=5, open_start=False):
     """Interpolated modified Kneser-Ney the slow, obvious way (Chen & Goodman 1998), over the
-    same framing as the counting: every sentence is B s B, n-grams within it."""
+    same framing as the counting: every sentence is B s B, n-grams within it. open_start: no B
+    before the context (the text before it is unknown)."""
     sentences = [s for s in (unicodedata.normalize("NFKC", s) for s in sentences) if s]
     vocabulary = {ch for s in sentences for ch in s}
     size = len(vocabulary) + 2                      # characters, UNK, the boundary
@@ -171,8 +172,8 @@ def reference_kneser_ney(sentences, text, context="", order=5):
         a = adjusted(history + (w,))
         return (a - discount(k, a)) / total * (a > 0) + kept / total * lower
 
-    seq = ["B"] + symbols(context)
-    start = max(i for i, symbol in enumerate(seq) if symbol == "B")
+    seq = ([] if open_start else ["B"]) + symbols(context)
+    start = max([i for i, symbol in enumerate(seq) if symbol == "B"], default=0)
     seq = seq[max(start, len(seq) - (order - 1)):]
     log_p = 0.0
     for ch in symbols(text):
@@ -199,14 +200,16 @@ def test_kneser_ney_matches_the_plain_python_reference(sentences, text, context,
 @given(st.lists(kn_sentence, min_size=1, max_size=6).filter(lambda ss: any(ss)),
        st.lists(st.tuples(st.text(st.sampled_from("ab日z\n"), max_size=6),
                           st.sampled_from(["", "a", "日本", "ab\nb", "zz日"])), min_size=1, max_size=8),
-       st.integers(1, 5))
-def test_scoring_pairs_together_is_scoring_each_alone(sentences, pairs, order):
+       st.integers(1, 5), st.booleans())
+def test_scoring_pairs_together_is_scoring_each_alone(sentences, pairs, order, open_start):
     """score_many builds every pair's windows in one pass (a context shared by several pairs is
-    worked out once): each pair still gets the plain reference's log P, never its neighbour's."""
+    worked out once): each pair still gets the plain reference's log P, never its neighbour's;
+    with open_start, a context's first character (or the text's, with none) starts no sentence."""
     model = CharNgram.count(sentences, order=order)
-    together = model.score_many(pairs)
+    together = model.score_many(pairs, open_start=open_start)
     for (text, context), value in zip(pairs, together):
-        assert value == pytest.approx(reference_kneser_ney(sentences, text, context, order), rel=1e-9, abs=1e-12)
+        assert value == pytest.approx(reference_kneser_ney(sentences, text, context, order, open_start),
+                                      rel=1e-9, abs=1e-12)
 
 
 @settings(max_examples=60, deadline=None)
