@@ -41,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("convert", help="convert a kana reading, print candidates best first",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("reading", nargs="?", help="hiragana or katakana reading")
-    p.add_argument("--context", default="", help="text left of the caret (left context)")
+    p.add_argument("--context", default="", help="text left of the caret (left context); empty: unknown text, a newline: "
+                   "the caret starts a line (a sentence start)")
     p.add_argument("-n", type=int, default=DEFAULT_N, help=f"number of candidates (default {DEFAULT_N})")
     p.add_argument("--no-model", action="store_true", help="dictionary (or kana) only, never load a model")
     p.add_argument("--model", default=None, help="model id from models.toml or a GGUF path")

@@ -57,9 +57,9 @@ def default_path() -> Path:
 
 
 def context_key(left_context: str) -> str:
-    """The context a choice is learned and looked up under: the end of the text left of it
-    ("" when there is none, or when it holds a control character: never stored)."""
-    key = left_context[-CONTEXT_CHARS:]
+    """The context a choice is learned and looked up under: the end of the text left of it on
+    its line ("" when there is none, or when it holds a control character: never stored)."""
+    key = left_context.rsplit("\n", 1)[-1][-CONTEXT_CHARS:]
     return "" if has_control_chars(key) else key
 
 

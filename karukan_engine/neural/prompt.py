@@ -70,7 +70,8 @@ class PromptFamily:
     def build(self, reading: str, context: str = "") -> "Prompt":
         """Reading to katakana, both parts cleaned, context cut to its last context_chars."""
         reading_part = self.clean(to_katakana(reading))
-        context_part = self.clean(context)
+        # the session's line-start mark (a leading newline): upstream reads the current line only
+        context_part = self.clean(context.lstrip("\n"))
         keep = self.context_chars
         context_part = context_part[-keep:] if keep > 0 else ""
         return Prompt(context=context_part, reading=reading_part, context_mark_always=self.context_mark_always)

@@ -12,6 +12,12 @@ from __future__ import annotations
 from karukan_engine.core.types import ConversionRequest
 from karukan_engine.session.field import FieldPrivacy
 
+# The left context of a caret the application says starts a line (an empty field, a new line):
+# the converter's language models read a newline as a sentence start, where an empty context
+# means text they know nothing of (lattice/word_lm.py open_start). Models and learning that read
+# the current line only drop it (neural/prompt.py, dictionary/learning.context_key).
+LINE_START = "\n"
+
 
 class FieldContext:
     def __init__(self, context_chars: int, learning_enabled: bool) -> None:
@@ -31,7 +37,7 @@ class FieldContext:
         left = text[:start].rsplit("\n", 1)[-1]
         right = text[end:].split("\n", 1)[0]
         n = self.context_chars
-        self.left = left[-n:] if n else ""
+        self.left = (left[-n:] or LINE_START) if n else ""
         self.right = right[:n]
 
     def forget(self) -> None:

@@ -87,7 +87,9 @@ class Session:
 
     @property
     def left_context(self) -> str:
-        """Text left of the caret on the current line (bounded): the converter's context."""
+        """Text left of the caret on the current line (bounded): the converter's context; a
+        newline where the application says the caret starts its line (field_context.LINE_START),
+        empty where nothing is known."""
         return self._field.left
 
     @property

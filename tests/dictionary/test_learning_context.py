@@ -209,6 +209,8 @@ def test_context_key_is_the_last_characters(tmp_path):
     assert context_key("の") == "の"
     assert context_key("") == ""
     assert context_key("a\tb\x1b") == ""                       # never stored with control characters
+    # the text on the choice's own line: after the session's line-start mark, or a line before
+    assert context_key("\n") == "" and context_key("\n私") == "私" and context_key("前の行\n今日") == "今日"
 
 
 def test_an_old_file_loads_as_context_free_history(tmp_path):

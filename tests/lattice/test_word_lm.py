@@ -15,6 +15,7 @@ from karukan_engine.lattice.search import EOS
 from karukan_engine.lattice.word_lm import WordLmWeights, WordScorer, search_terms
 from karukan_engine.lm.kneser_ney import BOS, UNK, estimate, flatten
 from karukan_engine.lm.word_ngram import WordNgram
+from karukan_engine.session.field_context import LINE_START
 
 pytestmark = pytest.mark.skipif(not (DEFAULT_DIR / "meta.json").is_file(), reason="dictionary not built")
 
@@ -157,10 +158,11 @@ def test_an_unknown_left_context_need_not_start_a_sentence(system, tmp_path):
     for share in (0.0, 0.9):
         weights = WordLmWeights(weight=2000.0, unknown=12.0, open_start=share)
         converter = LatticeConverter(system, None, None, word_lm=lambda: scorer, word_weights=weights)
-        picks[share] = [converter.live(ConversionRequest("きしゃ", left_context=c)) for c in ("", "終わり。")]
-    assert picks[0.0] == ["汽車", "汽車"]
-    # no text left of the caret: the commoner word; after a sentence end: still a sentence start
-    assert picks[0.9] == ["記者", "汽車"]
+        picks[share] = [converter.live(ConversionRequest("きしゃ", left_context=c)) for c in ("", "終わり。", LINE_START)]
+    assert picks[0.0] == ["汽車", "汽車", "汽車"]
+    # no text known left of the caret: the commoner word; after a sentence end, or where the
+    # application says the caret starts a line: still a sentence start
+    assert picks[0.9] == ["記者", "汽車", "汽車"]
 
 
 @pytest.mark.parametrize("share", [-0.1, 1.5])

@@ -17,6 +17,7 @@ from karukan_engine.neural.prompt import (
     build_prompt,
     family_named,
 )
+from karukan_engine.session.field_context import LINE_START
 
 
 def test_zenz_writes_the_context_mark_only_before_a_context():
@@ -27,6 +28,12 @@ def test_zenz_writes_the_context_mark_only_before_a_context():
 def test_jinen_writes_the_context_mark_always():
     assert JINEN.build("きょう").text == CONTEXT_MARK + INPUT_MARK + "キョウ" + OUTPUT_MARK
     assert JINEN.build("こんにちは", "今日は").text == "\uee02今日は\uee00コンニチハ\uee01"
+
+
+def test_the_sessions_line_start_mark_reaches_neither_family():
+    for family in (JINEN, ZENZ_V3):
+        assert family.build("きょう", LINE_START).text == family.build("きょう").text
+        assert family.build("きょう", LINE_START + "今日は").text == family.build("きょう", "今日は").text
 
 
 def test_zenz_keeps_full_width_text_and_writes_spaces_as_ideographic_spaces():
@@ -84,7 +91,8 @@ def test_zenz_prompt_structure_for_any_text(reading, context, keep):
 @given(_TEXT, _TEXT, st.integers(0, 60))
 def test_jinen_prompt_structure_for_any_text(reading, context, keep):
     p = JINEN.with_context_chars(keep).build(reading, context)
-    cleaned = unicodedata.normalize("NFKC", context).replace("\uee00", "").replace("\uee02", "")
+    # a leading newline is the session's line-start mark (session/field_context.LINE_START)
+    cleaned = unicodedata.normalize("NFKC", context.lstrip("\n")).replace("\uee00", "").replace("\uee02", "")
     assert p.context == (cleaned[-keep:] if keep else "")
     assert p.text.startswith(CONTEXT_MARK) and p.text.endswith(OUTPUT_MARK)
     assert unicodedata.normalize("NFKC", p.reading) == p.reading

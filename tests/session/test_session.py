@@ -13,6 +13,7 @@ from karukan_engine.session.keysyms import (
     keysym_for_char,
     parse_key_spec,
 )
+from karukan_engine.session.field_context import LINE_START
 from karukan_engine.session.session import MAX_COMPOSITION_CHARS
 from ime_frontend.toolkit import HINT_PRIVATE, IBUS_RELEASE_MASK, IBUS_SUPER_MASK, PURPOSE_PASSWORD, PURPOSE_PIN, field_privacy, session_key_state
 from karukan_testing.inspect import typing_latin_until_word_ends
@@ -494,7 +495,11 @@ def test_surrounding_text_gives_left_context():
     s.set_surrounding_text("abc", 99, anchor=1)
     assert s.left_context == "a"
     s.set_surrounding_text("abc", -5)
-    assert s.left_context == ""
+    assert s.left_context == LINE_START   # the caret starts its line: a sentence start
+    press(s, "kyou<space>")
+    assert conv.requests[-1].left_context == LINE_START
+    s.focus_out()
+    assert s.left_context == ""           # nothing known of the text now
 
 
 def test_context_chars_zero_keeps_nothing():
