@@ -31,7 +31,6 @@ import json
 import os
 import platform
 import socket
-import statistics
 import subprocess
 import sys
 import time
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dbus_fast import Message, MessageType  # noqa: E402
 
@@ -46,6 +46,7 @@ from ime_frontend import wire  # noqa: E402
 from ime_frontend.bus import MessageBus  # noqa: E402
 from ime_frontend.client import EngineClient  # noqa: E402
 from karukan_testing.headless import HeadlessDesktop, read_line  # noqa: E402
+from roundtrip_bench import summary  # noqa: E402
 
 ESCAPE = 0xFF1B
 LETTERS = "kaminoya"
@@ -85,15 +86,6 @@ while True:
         break
     sock.sendall(data)
 """
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered) + 0.5)) - 1))]
-
-
-def summary(ms: list[float]) -> dict:
-    return {"n": len(ms), "p50_ms": round(statistics.median(ms), 4), "p95_ms": round(percentile(ms, 0.95), 4)}
 
 
 async def timed(call: Callable[[int], Awaitable[object]], calls: int, pace_s: float, warmup: int = 50) -> list[float]:

@@ -31,19 +31,17 @@ from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
 from karukan_engine.kana import nfkc  # noqa: E402
 from karukan_engine.lattice.converter import LatticeConverter  # noqa: E402
 from karukan_engine.lattice.word_lm import WordLmWeights  # noqa: E402
-from tools.dictionary_margin_fit import compare  # noqa: E402
+from tools.dictionary_margin_fit import compare, right  # noqa: E402
+from tools.lattice_ab import first  # noqa: E402
 from tools.lattice_lm_fit import dev_sets, floats, write_report  # noqa: E402
 
 GRID = (0.0, 0.3, 0.5, 0.7, 0.9)
 
 
 def firsts(converter: LatticeConverter, items) -> list[bool]:
-    """Whether each item's first candidate is right (NFKC)."""
-    out = []
-    for item in items:
-        ranked = converter._analyse(ConversionRequest(item.reading, left_context=item.context)).ranked
-        out.append(bool(ranked) and nfkc(ranked[0].surface) in {nfkc(o) for o in item.outputs})
-    return out
+    """Whether each item's first candidate, as `karukan convert` prints it, is right (NFKC)."""
+    return [right(first(converter, ConversionRequest(item.reading, left_context=item.context)),
+                  {nfkc(o) for o in item.outputs}) for item in items]
 
 
 def main() -> int:

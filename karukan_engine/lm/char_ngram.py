@@ -232,9 +232,8 @@ class CharNgram:
         newline in it is), that start's BOUNDARY included. open_start: the text before the
         context is unknown, so the context's first character is not taken to start a sentence."""
         history = np.r_[[] if open_start else [BOUNDARY], self.ids_of(context)].astype(np.int64)
-        if open_start and not (history == BOUNDARY).any():
-            return history[max(0, len(history) - (self.order - 1)):]
-        return history[max(int(np.flatnonzero(history == BOUNDARY)[-1]), len(history) - (self.order - 1)):]
+        starts = np.flatnonzero(history == BOUNDARY)
+        return history[max(int(starts[-1]) if starts.size else 0, len(history) - (self.order - 1)):]
 
     def score(self, text: str, context: str = "") -> float:
         """log P(text | context): the sum of its characters' log P, natural log."""
