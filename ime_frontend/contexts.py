@@ -202,6 +202,9 @@ class ContextHost:
     async def set_enabled(self, on: bool) -> View:
         return await self.call(lambda s: s.set_enabled(on))
 
+    async def return_committed(self, text: str) -> View:
+        return await self.call(lambda s: s.return_committed(text))
+
     async def get_view(self) -> View:
         return await self.call(lambda s: None)
 

@@ -7,8 +7,8 @@ proxy are built from these rows, so adding a session call is one row here plus t
 (and the fcitx5 addon, if it uses the call; a test checks the addon against the XML).
 
 The wire protocol is fixed: the fcitx5 addon and released clients send exactly these
-signatures. The view they read back (wire.VIEW_SIG) grew the suggestion list; an addon built
-before that cannot read it, so `karukan install` (which builds the addon from this tree) must
+signatures. The view they read back (wire.VIEW_SIG) grew the suggestion list, then on_return;
+an addon built before that cannot read it, so `karukan install` (which builds the addon from this tree) must
 run again after an update.
 """
 
@@ -186,12 +186,15 @@ SET_SURROUNDING_TEXT = Operation("SetSurroundingText", "set_surrounding_text", (
 SET_CONTENT_TYPE = Operation("SetContentType", "set_content_type", (
     Param("purpose", "u"), Param("hints", "u"),
 ), Reply.NOTHING, remembered=True)
+# A frontend committed the view's on_return for a plain Return itself (wire.py): the session
+# finishes that Return. Nothing to answer: the frontend already shows the result.
+RETURN_COMMITTED = Operation("ReturnCommitted", "return_committed", (Param("text", "s"),), Reply.NOTHING)
 SET_INPUT_MODE = Operation("SetInputMode", "set_input_mode", (Param("mode", "s"),))
 SET_ENABLED = Operation("SetEnabled", "set_enabled", (Param("enabled", "b", host="on"),))
 
 CONTEXT_OPERATIONS: tuple[Operation, ...] = (
     PROCESS_KEY, FOCUS_IN, FOCUS_OUT, RESET, PAGE_UP, PAGE_DOWN, GET_VIEW, SELECT_CANDIDATE,
-    SET_SURROUNDING_TEXT, SET_CONTENT_TYPE, SET_INPUT_MODE, SET_ENABLED,
+    SET_SURROUNDING_TEXT, SET_CONTENT_TYPE, SET_INPUT_MODE, SET_ENABLED, RETURN_COMMITTED,
 )
 
 # The methods around the operations: a context's life, and the service itself.
@@ -225,6 +228,7 @@ class InputContext(Protocol):
     async def set_content_type(self, purpose: int, hints: int) -> Any: ...
     async def set_input_mode(self, mode: str) -> View: ...
     async def set_enabled(self, on: bool) -> View: ...
+    async def return_committed(self, text: str) -> Any: ...
     async def close(self) -> None: ...
 
 

@@ -278,8 +278,14 @@ def _check_input_mode(mode: str) -> None:
         raise CallError(wire.ERROR_INVALID_ARGS, "mode name too long")
 
 
+def _check_returned_text(text: str) -> None:
+    if len(text) > MAX_SURROUNDING_CHARS:
+        raise CallError(wire.ERROR_LIMITS, f"committed text over {MAX_SURROUNDING_CHARS} characters")
+
+
 _CHECKS: dict[str, Callable[..., None]] = {
     ops.SET_SURROUNDING_TEXT.member: _check_surrounding_text,
+    ops.RETURN_COMMITTED.member: _check_returned_text,
     ops.SET_INPUT_MODE.member: _check_input_mode,
 }
 # Operations whose session raises ValueError / KeyError for a value it does not know: the caller

@@ -6,7 +6,8 @@ A view travels as one struct so a frontend (Python or the fcitx5 C++ addon) read
     (b handled, s commit, a(su) preedit spans (text, style), u caret (characters),
      a(sss) candidates (label, text, annotation), i candidate cursor (-1: none),
      i page, i pages, u total candidates, s aux, s mode, b enabled,
-     a(sss) suggestions (label, text, annotation), i suggestion cursor (-1: none selected))
+     a(sss) suggestions (label, text, annotation), i suggestion cursor (-1: none selected),
+     s on_return (what a plain Return would commit now; "" when it would do anything else))
 
 The suggestions are completions while composing, a list of their own: a frontend shows them
 where it shows candidates (there are never both), without a cursor until one is selected.
@@ -21,6 +22,11 @@ the replies around them (fcitx5 queues signals during a blocking call) still rea
 right. ViewEncoder (the service, one per context) and ViewDecoder (a Python client, one per
 context) hold that one list.
 
+on_return lets a frontend answer a plain Return without asking: it commits that text and
+clears what it shows at once, then calls ReturnCommitted (operations.py) so the session does the
+rest (learning, ending the composition) in order with the keys that follow. Late views that
+arrive in between belong to the committed composition; the frontend drops them.
+
 Style 0 is underline (composing / unfocused segment), 1 is highlight (focused segment).
 """
 
@@ -31,7 +37,7 @@ from karukan_engine.session.view import CandidateItem, CandidatePage, PreeditSpa
 BUS_NAME = "org.karukan.Engine"
 OBJECT_PATH = "/org/karukan/Engine"
 INTERFACE = "org.karukan.Engine1"
-VIEW_SIG = "(bsa(su)ua(sss)iiiussba(sss)i)"
+VIEW_SIG = "(bsa(su)ua(sss)iiiussba(sss)is)"
 
 # D-Bus error names the service answers with.
 ERROR_UNKNOWN_CONTEXT = "org.karukan.Engine1.Error.UnknownContext"
@@ -83,6 +89,7 @@ def encode_view(view: View, suggestions_unchanged: bool = False) -> list:
         bool(view.enabled),
         [] if suggestions_unchanged else _items(view.suggestions),
         SUGGESTIONS_UNCHANGED if suggestions_unchanged else _cursor(view.suggestions),
+        sendable(view.on_return),
     ]
 
 
@@ -90,7 +97,7 @@ def decode_view(fields: list, last_suggestions: CandidatePage | None = None) -> 
     """A View from its wire form; last_suggestions: the list to show when the view says its
     list is unchanged (ViewDecoder remembers it)."""
     (handled, commit, spans, caret, items, cursor, page, pages, total, aux, mode, enabled,
-     suggestion_items, suggestion_cursor) = fields
+     suggestion_items, suggestion_cursor, on_return) = fields
     candidates = _page(items, cursor, page, pages, total)
     if suggestion_cursor == SUGGESTIONS_UNCHANGED:
         suggestions = last_suggestions
@@ -106,6 +113,7 @@ def decode_view(fields: list, last_suggestions: CandidatePage | None = None) -> 
         mode=mode,
         enabled=enabled,
         suggestions=suggestions,
+        on_return=on_return,
     )
 
 

@@ -24,7 +24,8 @@ from ime_frontend.ibus.placement import TablePlacement, cursor_wait_s
 from ime_frontend.ibus.render import IBusRenderer, Signal
 # The operations an engine forwards to its context (in process, or through the engine service).
 from ime_frontend.operations import InputContext
-from ime_frontend.toolkit import IBUS_RELEASE_MASK as RELEASE_MASK, PASSWORD_PURPOSES
+from ime_frontend.toolkit import IBUS_RELEASE_MASK as RELEASE_MASK, PASSWORD_PURPOSES, session_key_state
+from karukan_engine.session.keysyms import binding_modifiers
 from karukan_engine.session.view import View
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ ENGINE_IFACE = "org.freedesktop.IBus.Engine"
 ENGINE_PATH_PREFIX = "/org/freedesktop/IBus/Engine/"
 FACTORY_PATH = "/org/freedesktop/IBus/Factory"
 
-KEY_UP, KEY_DOWN = 0xFF52, 0xFF54
+KEY_UP, KEY_DOWN, KEY_RETURN = 0xFF52, 0xFF54, 0xFF0D
 
 
 ContextFactory = Callable[[Callable[[View], None]], Awaitable[InputContext]]
@@ -58,6 +59,10 @@ class KarukanEngine(ServiceInterface):
         self._hints = 0
         self._mode: str | None = None
         self._focused = False
+        # What a plain Return commits, from the last view shown (View.on_return), and how many
+        # such Returns the session has still to finish (late views meanwhile are stale).
+        self._on_return = ""
+        self._returning = 0
 
     # --- sending ------------------------------------------------------------------------------
 
@@ -68,6 +73,7 @@ class KarukanEngine(ServiceInterface):
     def show(self, view: View, commit: bool = True) -> None:
         """Render a view: commit text, preedit, candidates, aux and the input-mode menu."""
         self._send_placed(self._renderer.render(view, commit))
+        self._on_return = view.on_return
         if view.mode != self._mode:
             self._update_mode(view.mode)
 
@@ -96,7 +102,7 @@ class KarukanEngine(ServiceInterface):
     def late_view(self, view: View) -> None:
         """A view that arrived after its key was answered (model result), or the commit of what
         was typed when the field turned into a password field (the engine service sends it)."""
-        if not self._focused:
+        if not self._focused or self._returning:
             return
         if not self.password_field:
             self.show(view)
@@ -114,9 +120,24 @@ class KarukanEngine(ServiceInterface):
         if self.password_field or state & RELEASE_MASK:
             # The session handles no release and changes nothing for one (Session.process_key).
             return False
+        if keyval == KEY_RETURN and self._on_return and not binding_modifiers(session_key_state(state)[0]):
+            self._commit_return(self._on_return)
+            return True
         view = await self._context.process_key(keyval, state, False)
         self.show(view)
         return bool(view.handled)
+
+    def _commit_return(self, text: str) -> None:
+        """Return: commit what the last view says it commits, with no wait on the session, which
+        finishes the Return (learning) after the reply, before any later call."""
+        self.show(View(handled=True, commit=text, mode=self._mode or View.mode))
+        self._returning += 1
+        task = asyncio.ensure_future(self._context.return_committed(text))
+        task.add_done_callback(self._returned)
+
+    def _returned(self, task: "asyncio.Future[Any]") -> None:
+        self._returning -= 1
+        _log_failure(task, "Return")
 
     @method()
     async def FocusIn(self):
@@ -141,6 +162,7 @@ class KarukanEngine(ServiceInterface):
 
     async def _focus_out(self) -> None:
         self._focused = False
+        self._on_return = ""
         # ibus-daemon already committed the visible preedit (PREEDIT_COMMIT mode): drop the
         # session's own focus-out commit and just clear what the client shows.
         await self._context.focus_out()
@@ -241,7 +263,7 @@ class KarukanEngine(ServiceInterface):
     def ContentType(self, value: "(uu)"):
         self._purpose, self._hints = value
         task = asyncio.ensure_future(self._content_type_changed(self._purpose, self._hints))
-        task.add_done_callback(_log_failure)
+        task.add_done_callback(lambda done: _log_failure(done, "content type update"))
         if self.password_field:
             self._send_placed(self._renderer.clear())
 
@@ -311,6 +333,6 @@ class Factory(ServiceInterface):
         self._bus.unexport(engine.path)
 
 
-def _log_failure(task: "asyncio.Future[Any]") -> None:
+def _log_failure(task: "asyncio.Future[Any]", what: str) -> None:
     if not task.cancelled() and task.exception() is not None:
-        log.error("content type update failed: %s", type(task.exception()).__name__)
+        log.error("%s failed: %s", what, type(task.exception()).__name__)

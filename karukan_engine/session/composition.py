@@ -210,6 +210,10 @@ class Composition:
 
     def to_commit(self, state: SessionState, learn: bool) -> tuple[str, LearnPairs]:
         """The composition as shown, to commit: the live text when it is showing, else the kana."""
+        ready = self.commit_preview(state)
+        if ready is not None:
+            text, pairs = ready
+            return text, pairs if learn else ()
         self.composer.flush()
         text = self.composer.text()
         if isinstance(state, Composing) and state.shows_live(self.composer):
@@ -217,6 +221,23 @@ class Composition:
             if state.live_text is not None:
                 return state.live_text, ((reading_of(text), state.live_text),) if learn else ()
         return text, ()
+
+    def commit_preview(self, state: SessionState) -> tuple[str, LearnPairs] | None:
+        """What to_commit will give, leaving everything as it is; None when that needs work (keys
+        still pending, or a live text whose whole conversion was not worked out for this reading).
+        The live text's conversion is the one it was shown from: the stabilizer keeps it, and a
+        finished composition shows it whole (its unfinished tail converts too)."""
+        composer = self.composer
+        if not isinstance(state, Composing) or composer.pending:
+            return None
+        text = composer.text()
+        if not state.shows_live(composer):
+            return text, ()
+        shown = self.stabilizer.shown
+        reading = composer.settled_reading()
+        if not self._converts_live(state) or shown is None or shown.reading != reading or not shown.text:
+            return None
+        return shown.text, ((reading_of(text), shown.text),)
 
     def typed_keys(self, start: int, reading: str) -> str:
         """The keys typed for `reading` at `start` of the composition, or its romaji (else the

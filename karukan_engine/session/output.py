@@ -12,8 +12,9 @@ from karukan_engine.session.view import CandidateItem, CandidatePage, PreeditSpa
 
 
 def build_view(state: SessionState, composer: Composer, mode: InputMode, *, handled: bool, commit: str,
-               aux: str, suggestions: SuggestionList | None) -> View:
-    """suggestions: the list to show while composing (None: none may be shown)."""
+               aux: str, suggestions: SuggestionList | None, on_return: str = "") -> View:
+    """suggestions: the list to show while composing (None: none may be shown); on_return: what
+    a plain Return would commit now (View.on_return)."""
     preedit: tuple[PreeditSpan, ...] = ()
     caret = 0
     candidates = None
@@ -35,7 +36,7 @@ def build_view(state: SessionState, composer: Composer, mode: InputMode, *, hand
         caret = conv.preedit_start(conv.focus)
         candidates = candidate_page(conv)
     return View(handled=handled, preedit=preedit, caret=caret, candidates=candidates, aux=aux, commit=commit,
-                mode=mode.value, enabled=not isinstance(state, Direct), suggestions=shown)
+                mode=mode.value, enabled=not isinstance(state, Direct), suggestions=shown, on_return=on_return)
 
 
 def composition_display(state: Composing, composer: Composer) -> tuple[str, int]:

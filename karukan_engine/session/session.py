@@ -22,7 +22,8 @@ from karukan_engine.session.commands import MODE_COMMANDS, TRANSLITERATIONS, Com
 from karukan_engine.session.composition import MAX_COMPOSITION_CHARS, Composition
 from karukan_engine.session.field import FieldPrivacy
 from karukan_engine.session.field_context import FieldContext
-from karukan_engine.session.keysyms import CONTROL_MASK, MOD1_MASK, MOD4_MASK, MODIFIER_KEYSYMS, binding_modifiers, char_of
+from karukan_engine.session.keysyms import (CONTROL_MASK, MOD1_MASK, MOD4_MASK, MODIFIER_KEYSYMS, NAME_TO_KEYSYM,
+                                            binding_modifiers, char_of)
 from karukan_engine.session.modes import State
 from karukan_engine.session.output import build_view
 from karukan_engine.session.segments import Conversion, LearnPairs, refined
@@ -39,6 +40,7 @@ __all__ = ["MAX_COMPOSITION_CHARS", "Session", "reading_of"]
 log = logging.getLogger(__name__)
 
 _SPACE = 0x20
+RETURN_KEYSYM = NAME_TO_KEYSYM["Return"]
 _COMMAND_MODIFIERS = CONTROL_MASK | MOD1_MASK | MOD4_MASK
 
 
@@ -118,6 +120,22 @@ class Session:
         # Unbound keys: a composition shields itself from stray non-command keys (F1, Insert...),
         # shortcuts with Ctrl/Alt/Super go to the application.
         return self._view(not isinstance(self._state, Idle) and not mods & _COMMAND_MODIFIERS)
+
+    def return_committed(self, text: str) -> View:
+        """A frontend committed `text` for a plain Return itself, from the last view's on_return
+        (no round trip before the application sees it). The session does what that Return does,
+        learning included, without committing again. Where the composition has changed since
+        that view (a late view crossed the key), what the user committed is not learned and the
+        composition, committed already, is dropped."""
+        if not text or self._field.password:
+            return self._view(True, commit="")
+        self._begin_event()
+        if text == self._return_text():
+            self._run(Command.COMMIT, RETURN_KEYSYM)
+        else:
+            self._field.committed(text)
+            self._clear_composition()
+        return self._view(True, commit="")
 
     def focus_in(self) -> View:
         self._begin_event()
@@ -469,4 +487,19 @@ class Session:
         """The View now; commit: what to report as committed (None: what this event committed)."""
         return build_view(self._state, self._composer, self._typing.mode, handled=handled,
                           commit=self._commit if commit is None else commit, aux=self._aux,
-                          suggestions=self._typing.shown_suggestions(self._state))
+                          suggestions=self._typing.shown_suggestions(self._state), on_return=self._return_text())
+
+    def _return_text(self) -> str:
+        """What a plain Return would commit now (View.on_return); "" when it would do anything
+        else, or when knowing would take work (keys pending, a live text not worked out whole)."""
+        if self._field.password or self._keymap.lookup(self.state, RETURN_KEYSYM, 0) is not Command.COMMIT:
+            return ""
+        state = self._state
+        if isinstance(state, Converting):
+            return state.conversion.text()
+        if isinstance(state, Suggesting):
+            return suggestion_choice(state, state.suggestions.cursor or 0)[0] or ""
+        if isinstance(state, Composing):
+            ready = self._typing.commit_preview(state)
+            return ready[0] if ready is not None else ""
+        return ""

@@ -65,6 +65,10 @@ class View:
     # Completions while composing (not conversion candidates): cursor None until the user
     # enters the list (Tab / Down), then the selected one, which the preedit shows.
     suggestions: CandidatePage | None = None
+    # What a plain Return would commit now ("" when it would do anything else, or cannot be
+    # told without working it out): a frontend may commit it at once, without a round trip,
+    # and tell the session afterwards (Session.return_committed).
+    on_return: str = ""
 
     @property
     def preedit_text(self) -> str:

@@ -28,9 +28,12 @@ VIEW_METHODS = {op.member for op in ops.CONTEXT_OPERATIONS if op.reply is ops.Re
 METHODS = {m.member: m for m in ops.INTERFACE_METHODS}
 
 
-def _view(preedit: str, commit: str = "") -> list:
+RETURN = 0xFF0D
+
+
+def _view(preedit: str, commit: str = "", on_return: str = "") -> list:
     spans = (PreeditSpan(preedit),) if preedit else ()
-    return wire.encode_view(View(handled=True, preedit=spans, caret=len(preedit), commit=commit))
+    return wire.encode_view(View(handled=True, preedit=spans, caret=len(preedit), commit=commit, on_return=on_return))
 
 
 class ScriptedService:
@@ -45,6 +48,8 @@ class ScriptedService:
         self.releases = 0         # releases the addon asked about (it should answer them itself)
         self.before_reply: list[tuple[int, list]] = []   # (replies field, view) sent, then a pause
         self.after_reply: list[tuple[int, list]] = []
+        self.on_return = ""       # what each key press's view says a Return commits
+        self.calls: list[tuple[str, list]] = []   # every call on a context, in arrival order
         bus.add_message_handler(self._on_call)
 
     def signal(self, replies: int, view: list, bus: MessageBus | None = None) -> None:
@@ -62,6 +67,7 @@ class ScriptedService:
 
     async def _answer(self, msg: Message) -> None:
         method = METHODS[msg.member]
+        self.calls.append((msg.member, list(msg.body)))
         if msg.member == ops.CREATE_CONTEXT.member:
             self.addon = msg.sender
             body = [CONTEXT_ID]
@@ -71,7 +77,7 @@ class ScriptedService:
             press = _is_press(msg)
             self.releases += msg.member == ops.PROCESS_KEY.member and msg.body[4]
             if press:
-                self.current = _view(chr(msg.body[1]))
+                self.current = _view(chr(msg.body[1]), on_return=self.on_return)
             body = [self.current]   # a release or any other call shows what is there
             if press:
                 for replies, view in self.before_reply:
@@ -181,5 +187,36 @@ def test_the_addon_answers_releases_itself(scripted_desktop):
         await _shown(lambda: app.shown.preedit == "d")
         await _settled(app)
         assert service.releases == 0
+
+    asyncio.run(_session(scripted_desktop, script))
+
+
+def test_a_plain_return_commits_what_the_view_said_without_waiting_for_the_service(scripted_desktop):
+    """A view's on_return is committed by the addon itself; the service is told after
+    (ReturnCommitted) and its late views of the committed composition are not shown."""
+    async def script(app: FcitxApp, service: ScriptedService) -> None:
+        service.on_return = "確定"
+        await app.tap(ord("b"))
+        await _shown(lambda: app.shown.preedit == "b")
+        service.calls.clear()
+        await app.tap(RETURN)
+        await _shown(lambda: app.shown.commits == ["確定"] and app.shown.preedit == "")
+        # The service's view of the composition, sent before it read ReturnCommitted: stale.
+        service.signal(service.replies, _view("STALE"))
+        await _settled(app)
+        assert app.shown.preedit == "" and app.shown.commits == ["確定"]
+        assert service.calls == [("ReturnCommitted", [CONTEXT_ID, "確定"])]
+        # The next key's reply is the service's again, and so are late views after it.
+        service.on_return = ""
+        service.after_reply = [(-1, _view("LATE"))]
+        await app.tap(ord("c"))
+        await _shown(lambda: app.shown.preedit == "LATE")
+        # A view that promises nothing: Return goes to the service as a key.
+        service.after_reply = []
+        service.calls.clear()
+        await app.tap(RETURN)
+        await _settled(app)
+        assert [member for member, _body in service.calls] == [ops.PROCESS_KEY.member]
+        assert service.calls[0][1][1] == RETURN and app.shown.commits == ["確定"]
 
     asyncio.run(_session(scripted_desktop, script))

@@ -52,6 +52,7 @@ SCRIPT = [
     ("reset", (), {}, ()),
     ("set_enabled", (False,), {}, (False,)),
     ("set_enabled", (True,), {}, (True,)),
+    ("return_committed", ("ア",), {}, ("ア",)),
     ("focus_out", (), {}, ()),
 ]
 BY_METHOD = {op.method: op for op in ops.CONTEXT_OPERATIONS}
@@ -201,7 +202,7 @@ def test_the_addons_calls_and_signals_exist_with_the_services_signatures():
     source = read_addon(ADDON_SRC)
     calls = AddonSource(source).service_calls()
     assert {c.member for c in calls} >= {"CreateContext", "ProcessKey", "FocusIn", "FocusOut", "Reset",
-                                         "SelectCandidate", "DestroyContext", "GetInfo"}
+                                         "SelectCandidate", "DestroyContext", "GetInfo", "ReturnCommitted"}
     assert mismatches(source, service.introspection_xml(), wire.INTERFACE) == []
 
 
@@ -217,7 +218,8 @@ def test_the_addon_talks_to_the_services_name_path_and_interface():
     ('"FocusIn", true', '"FocusOn", true', "no method FocusOn"),     # through a parameter
     ('? "FocusIn"', '? "FocusOn"', "no method FocusOn"),               # through a local
     ("<< release;", "<< release << release;", "ProcessKey sent as (uuuubb)"),
-    ("std::vector<Item>, int32_t>;", "std::vector<Item>>;", "reply read as"),
+    ("std::vector<Item>, int32_t, std::string>;", "std::vector<Item>, int32_t>;", "reply read as"),
+    ("msg << state->id << text;", "msg << state->id;", "ReturnCommitted sent as (u)"),
     ('kInterface, "ViewUpdated")', 'kInterface, "ViewChanged")', "signal ViewChanged"),
 ])
 def test_a_change_on_the_addons_side_is_caught(old, new, problem):

@@ -41,7 +41,7 @@ views = st.builds(
     View, handled=st.booleans(), preedit=spans.map(tuple), caret=st.integers(0, 60),
     candidates=st.one_of(st.none(), pages()), aux=texts, commit=texts,
     mode=st.sampled_from(["hiragana", "katakana", "alphanumeric"]), enabled=st.booleans(),
-    suggestions=st.one_of(st.none(), suggestion_pages()),
+    suggestions=st.one_of(st.none(), suggestion_pages()), on_return=texts,
 )
 
 
@@ -133,7 +133,7 @@ def test_view_wire_form_round_trips_through_a_dbus_message(view):
     unmarshaller.unmarshall()
     decoded = wire.decode_view(list(unmarshaller.message.body[0]))
     assert decoded == View(view.handled, view.preedit, view.caret, view.candidates, view.aux, view.commit,
-                           view.mode, view.enabled, view.suggestions)
+                           view.mode, view.enabled, view.suggestions, view.on_return)
 
 
 def test_suggestions_fill_the_lookup_table_without_a_cursor_until_selected():

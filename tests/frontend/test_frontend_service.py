@@ -67,7 +67,8 @@ def local_views(keys: list[int]) -> View:
     for key in keys:
         view = session.process_key(key, 0, False)
         session.process_key(key, 0, True)
-    return View(view.handled, view.preedit, view.caret, view.candidates, view.aux, view.commit, view.mode, view.enabled)
+    return View(view.handled, view.preedit, view.caret, view.candidates, view.aux, view.commit, view.mode, view.enabled,
+                on_return=view.on_return)
 
 
 def test_typing_through_the_service_gives_the_sessions_views(bus_address):

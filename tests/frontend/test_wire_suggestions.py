@@ -78,7 +78,7 @@ def test_a_forgotten_reply_makes_the_next_list_whole():
     assert encoder.encode_reply(listed, key_reply=True)[12]
     encoder.forget()                     # that reply could not be sent
     assert encoder.encode_reply(listed, key_reply=True)[12]
-    assert encoder.encode_reply(listed, key_reply=True)[12:] == [[], wire.SUGGESTIONS_UNCHANGED]
+    assert encoder.encode_reply(listed, key_reply=True)[12:14] == [[], wire.SUGGESTIONS_UNCHANGED]
 
 
 # --- through the engine service, as a key sequence --------------------------------------------------
@@ -138,7 +138,7 @@ def test_typing_with_the_list_open_sends_it_once_and_focus_in_sends_it_whole(bus
             listed[:] = ["有難う", "有り難い"]
             first, *rest = await press("k<BackSpace>")   # a pending k and its removal: same list
             assert [text for _label, text, _note in first[12]] == listed     # the first reply carries it
-            assert [list(fields[12:]) for fields in rest] == [[[], wire.SUGGESTIONS_UNCHANGED]] * 3   # then never again
+            assert [list(fields[12:14]) for fields in rest] == [[[], wire.SUGGESTIONS_UNCHANGED]] * 3   # then never again
             refocused = (await bus.call(_call("FocusIn", "u", [ctx]))).body[0]
             assert [text for _label, text, _note in refocused[12]] == listed  # a refocused client gets it whole
             assert decoder.decode_reply(refocused).suggestions == shown()

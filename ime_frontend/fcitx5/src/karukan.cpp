@@ -92,6 +92,10 @@ void KarukanEngine::keyEvent(const InputMethodEntry &, KeyEvent &event) {
         // round trip for it only kept fcitx5 from the next key (about 1 ms at a typist's pace).
         return;
     }
+    if (commitReturn(ic, event.rawKey())) {
+        event.filterAndAccept();
+        return;
+    }
     WireView view;
     switch (sendKey(ic, event.rawKey(), event.isRelease(), view)) {
     case Outcome::Answered:

@@ -1,7 +1,8 @@
 // Karukan fcitx5 addon: an input method engine that forwards every key to the Karukan engine
 // service (org.karukan.Engine1 on the session bus) and renders the view it answers with.
 //
-// Calls are synchronous with a short timeout so keys stay in order. The service is asked to start
+// Calls are synchronous with a short timeout so keys stay in order; a plain Return that commits
+// what the last view says it commits is answered here and the service told after, in order. The service is asked to start
 // (D-Bus activation) as soon as fcitx5 loads the addon, and whenever it is found missing; while it
 // starts, keys and focus changes are held in order (the application is told they are handled) and
 // replayed once it answers, so nothing typed meanwhile is lost or reaches the application as raw
@@ -57,7 +58,7 @@ using Span = dbus::DBusStruct<std::string, uint32_t>;
 using Item = dbus::DBusStruct<std::string, std::string, std::string>;
 using WireView = dbus::DBusStruct<bool, std::string, std::vector<Span>, uint32_t, std::vector<Item>, int32_t,
                                   int32_t, int32_t, uint32_t, std::string, std::string, bool,
-                                  std::vector<Item>, int32_t>;
+                                  std::vector<Item>, int32_t, std::string>;
 // The service's GetInfo answer: its settings and state by name (see ime_frontend/service.py).
 using InfoEntry = dbus::DictEntry<std::string, std::string>;
 // A key's reply whose suggestion list is the one of the previous reply (sent once, not per key).
@@ -95,6 +96,11 @@ public:
     const CandidateList *shownList = nullptr;
     std::vector<Item> shownItems;
     int32_t shownCursor = -1;
+    // What a plain Return commits, from the last view shown (its on_return): committed here at
+    // once, and the service told after (ReturnCommitted). Until the service answers a later
+    // call, its late views belong to the committed composition and are dropped.
+    std::string onReturn;
+    bool returnedLocally = false;
 
 private:
     KarukanEngine *engine_;
@@ -155,6 +161,7 @@ private:
     dbus::Message busCall(const char *method);
     void focusEvent(HeldEvent::Kind kind, InputContext *ic, const char *method, bool commit);
     Outcome sendKey(InputContext *ic, const Key &key, bool release, WireView &view);
+    bool commitReturn(InputContext *ic, const Key &key);
     KarukanState *ensureContext(InputContext *ic, Outcome *outcome = nullptr);
     void restoreComposition(InputContext *ic, KarukanState *state);
     void rememberKey(KarukanState *state, const Key &key, bool release, const WireView &view);

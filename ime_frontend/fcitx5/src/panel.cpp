@@ -66,6 +66,7 @@ std::string footer(const std::vector<Item> &list, int32_t cursor, bool suggestio
 }  // namespace
 
 void KarukanEngine::clearPanel(InputContext *ic) {
+    ic->propertyFor(&factory_)->onReturn.clear();
     ic->inputPanel().reset();
     ic->updatePreedit();
     ic->updateUserInterface(UserInterfaceComponent::InputPanel);
@@ -91,9 +92,10 @@ bool sameText(const Text &a, const Text &b) {
 // suggestion list by reference), false for a ViewUpdated signal (always whole).
 void KarukanEngine::apply(InputContext *ic, const WireView &wire, bool reply, bool commit) {
     const auto &[handled, commitText, spans, caret, items, cursor, page, pages, total, aux, mode, enabled,
-                 suggestions, suggestionCursor] = wire.data();
+                 suggestions, suggestionCursor, onReturn] = wire.data();
     (void)handled, (void)mode, (void)enabled;
     auto *state = ic->propertyFor(&factory_);
+    state->onReturn = onReturn;
     if (!composing(wire)) {
         state->composition.clear();   // committed or cancelled: nothing to restore
         state->compositionTooLong = false;

@@ -193,6 +193,31 @@ KarukanEngine::Outcome KarukanEngine::sendKey(InputContext *ic, const Key &key, 
     return outcome;
 }
 
+// A plain Return where the last view says what it commits: commit that now, with no round trip,
+// and have the service finish the Return (learning, ending the composition) after; it handles
+// that call before any later one on the context. No reply is waited for.
+bool KarukanEngine::commitReturn(InputContext *ic, const Key &key) {
+    if (key.sym() != FcitxKey_Return || key.states().testAny(KeyState::SimpleMask) || !available()) {
+        return false;
+    }
+    auto *state = ic->propertyFor(&factory_);
+    if (state->id == 0 || state->generation != generation_ || state->onReturn.empty()) {
+        return false;
+    }
+    const std::string text = state->onReturn;
+    WireView done;   // the Return's view: the text committed, nothing composed
+    std::get<0>(done.data()) = true;
+    std::get<1>(done.data()) = text;
+    std::get<5>(done.data()) = -1;
+    std::get<13>(done.data()) = -1;
+    apply(ic, done, false);
+    state->returnedLocally = true;
+    auto msg = call("ReturnCommitted");
+    msg << state->id << text;
+    msg.send();
+    return true;
+}
+
 // A handled key that leaves a composition shown belongs to it (apply() ends it on a view with
 // nothing composed: committed, cancelled).
 void KarukanEngine::rememberKey(KarukanState *state, const Key &key, bool release, const WireView &view) {
@@ -280,6 +305,7 @@ KarukanEngine::Outcome KarukanEngine::finish(InputContext *ic, dbus::Message &ms
         return lastCallMissing_ ? Outcome::ServiceMissing : Outcome::Failed;
     }
     ++state->replies;
+    state->returnedLocally = false;   // the service has finished any Return committed here
     return Outcome::Answered;
 }
 
@@ -391,7 +417,7 @@ void KarukanEngine::onViewUpdated(dbus::Message &msg) {
     auto *ic = it->second.get();
     auto *state = ic->propertyFor(&factory_);
     // Any peer on the bus may send this signal: only the service that made the context is believed.
-    if (msg.sender() != state->owner) {
+    if (msg.sender() != state->owner || state->returnedLocally) {
         return;
     }
     // Signals that arrived while a synchronous call waited are dispatched after its reply: one
