@@ -114,6 +114,9 @@ def test_malformed_calls_get_errors_and_the_service_stays_up(bus_address):
                 ("SetInputMode", "us", [ctx.id, "x" * 100000], wire.ERROR_INVALID_ARGS),
                 ("CreateContext", "s", ["n" * 10000], wire.ERROR_INVALID_ARGS),
                 ("DestroyContext", "u", [0], wire.ERROR_UNKNOWN_CONTEXT),
+                ("ReturnCommitted", "us", [ctx.id, "あ" * (MAX_SURROUNDING_CHARS + 1)], wire.ERROR_LIMITS),
+                ("ReturnCommitted", "us", [999999, "あ"], wire.ERROR_UNKNOWN_CONTEXT),
+                ("ReturnCommitted", "u", [ctx.id], "org.freedesktop.DBus.Error.InvalidArgs"),
             ]
             for member, sig, args, error in failures:
                 with pytest.raises(DBusError) as info:
