@@ -22,10 +22,15 @@ Mozc desktops run as the unprivileged --user (create it first: `useradd -m mozcu
     python benchmarks/gtk_latency.py [--engines karukan-ibus,mozc-ibus,karukan-fcitx5,mozc-fcitx5]
                                    [--repeats 3] [--no-model] [--settle-s 10] [--json out.json]
                                    [--quiet-ms 150] [--no-prepare] [--no-quick] [--no-suggest]
-                                   [--bursts N]
+                                   [--bursts N] [--rounds R]
 
 --bursts N times N bursts (default: as many as --repeats; each gives one Space, so a p50 over
 four is rough).
+
+--rounds R runs every engine R times (each time --repeats passes and --bursts bursts in a fresh
+desktop), round r starting with the r-th engine, and pools the times: the machine's drift over
+a run (other work on a shared machine) then falls on every engine alike instead of on whichever
+ran at that moment.
 
 --quiet-ms sets how long the preedit must be still before Space (the user's pause);
 --no-prepare gives Karukan `[conversion] prepare_space = false` (its config file in the
@@ -306,13 +311,31 @@ def measure(gtk: GtkClient, repeats: int, quiet_s: float = QUIET_BEFORE_SPACE_S,
             keys, flickers = keys_with_two_texts(timings)
             typed, two_texts = typed + keys, two_texts + flickers
             commit += press_and_wait_commit(gtk)
-    return {"typing": summary(typing), "space": summary(space), "space_settled": summary(settled),
-            "return_commit": summary(commit), "typed_keys": typed, "keys_with_two_texts": two_texts,
+    return {"typing": typing, "space": space, "space_settled": settled, "return_commit": commit,
+            "typed_keys": typed, "keys_with_two_texts": two_texts,
             "burst_space": measure_burst(gtk, repeats if bursts is None else bursts), "missed": missed}
 
 
-def measure_burst(gtk: GtkClient, repeats: int) -> dict:
-    """BURST with no pause, then Space at once: Space -> the converted preedit."""
+def merged(a: dict | None, b: dict) -> dict:
+    """Two rounds' measurements of one engine as one: the times pooled, the counts added."""
+    if a is None:
+        return b
+    return {key: a[key] + b[key] for key in b}
+
+
+def summarised(raw: dict) -> dict:
+    return {key: summary(value) if isinstance(value, list) else value for key, value in raw.items()}
+
+
+def round_order(engines: list[str], round_index: int) -> list[str]:
+    """Round r starts with the r-th engine: each engine takes each place in the order in turn,
+    so a drift of the machine during the run falls on every engine alike."""
+    shift = round_index % len(engines)
+    return engines[shift:] + engines[:shift]
+
+
+def measure_burst(gtk: GtkClient, repeats: int) -> list[float]:
+    """BURST with no pause, then Space at once: Space -> the converted preedit (ms each)."""
     space = []
     for _ in range(repeats):
         gtk.command("timings")
@@ -321,7 +344,7 @@ def measure_burst(gtk: GtkClient, repeats: int) -> dict:
         wait_until_quiet(gtk, SETTLED_QUIET_S)
         space += settled_text_latency(gtk.command("timings"))
         press_and_wait_commit(gtk)
-    return summary(space)
+    return space
 
 
 def main() -> int:
@@ -339,22 +362,28 @@ def main() -> int:
     parser.add_argument("--no-quick", action="store_true", help="Karukan with [conversion] quick_space = false")
     parser.add_argument("--no-suggest", action="store_true", help="Karukan with [suggest] enabled = false")
     parser.add_argument("--pace-ms", type=float, default=0.0, help="at most one typed key per this many ms")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every engine this many times, each round in a rotated order (times pooled)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     missing = gtk_missing()
     if missing:
         print(f"cannot run: {missing}", file=sys.stderr)
         return 1
-    results = {}
-    for engine in args.engines.split(","):
-        user = args.user if engine.startswith("mozc") and os.geteuid() == 0 else None
-        with HeadlessDesktop(user=user) as desktop:
-            gtk = start(engine, desktop, not args.no_model, not args.no_prepare, not args.no_quick,
-                        not args.no_suggest)
-            time.sleep(args.settle_s)
-            results[engine] = measure(gtk, args.repeats, args.quiet_ms / 1000.0, args.pace_ms / 1000.0, args.bursts)
-            gtk.close()
-        print(f"{engine}: done", file=sys.stderr)
+    engines = args.engines.split(",")
+    raw: dict[str, dict | None] = {engine: None for engine in engines}
+    for round_index in range(max(1, args.rounds)):
+        for engine in round_order(engines, round_index):
+            user = args.user if engine.startswith("mozc") and os.geteuid() == 0 else None
+            with HeadlessDesktop(user=user) as desktop:
+                gtk = start(engine, desktop, not args.no_model, not args.no_prepare, not args.no_quick,
+                            not args.no_suggest)
+                time.sleep(args.settle_s)
+                raw[engine] = merged(raw[engine], measure(gtk, args.repeats, args.quiet_ms / 1000.0,
+                                                          args.pace_ms / 1000.0, args.bursts))
+                gtk.close()
+            print(f"{engine}: round {round_index + 1} done", file=sys.stderr)
+    results = {engine: summarised(r) for engine, r in raw.items()}
     print(f"{'engine':<16} {'typing p50':>11} {'p95':>8} {'n':>5}   {'Space p50':>10} {'p95':>8} {'n':>4}"
           f"   {'settled p50':>11} {'p95':>8}   {'Return p50':>10} {'p95':>6}   {'burst Space p50':>15} {'p95':>6}"
           f"   {'two texts':>13}  missed")
@@ -367,7 +396,8 @@ def main() -> int:
               f"{r['keys_with_two_texts']:>5} of {r['typed_keys']:<4}  {r['missed']}")
     if args.json:
         args.json.write_text(json.dumps({
-            "benchmark": "gtk_latency", "repeats": args.repeats, "bursts": args.bursts or args.repeats,
+            "benchmark": "gtk_latency", "repeats": args.repeats, "rounds": max(1, args.rounds),
+            "bursts": args.bursts or args.repeats,
             "sentences": SENTENCES,
             "model": not args.no_model, "prepare_space": not args.no_prepare, "quick_space": not args.no_quick,
             "suggest": not args.no_suggest,

@@ -8,7 +8,8 @@ from hypothesis import given, strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from gtk_latency import commit_latency, karukan_config, keys_with_two_texts, settled_text_latency  # noqa: E402
+from gtk_latency import (commit_latency, karukan_config, keys_with_two_texts, merged, round_order,  # noqa: E402
+                         settled_text_latency, summarised)
 
 
 def test_a_key_whose_preedit_changes_to_another_text_counts_once():
@@ -59,3 +60,19 @@ def test_the_karukan_config_sets_what_the_options_turn_off(prepare, quick, sugge
     conversion = config.sections["conversion"]
     assert not config.problems
     assert (conversion["prepare_space"], conversion["quick_space"], config.suggest.enabled) == (prepare, quick, suggest)
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=4, unique=True), st.integers(1, 12))
+def test_rounds_put_every_engine_in_every_place(engines, rounds):
+    orders = [round_order(engines, r) for r in range(rounds)]
+    assert all(sorted(order) == sorted(engines) for order in orders)
+    if rounds >= len(engines):   # each engine has started a round and ended one
+        assert {order[0] for order in orders} == set(engines) == {order[-1] for order in orders}
+
+
+def test_rounds_pool_the_times_and_add_the_counts():
+    one = {"typing": [1.0, 3.0], "typed_keys": 2, "burst_space": [5.0]}
+    two = {"typing": [2.0], "typed_keys": 1, "burst_space": []}
+    pooled = summarised(merged(merged(None, one), two))
+    assert pooled["typing"]["n"] == 3 and pooled["typing"]["p50_ms"] == 2.0
+    assert pooled["typed_keys"] == 3 and pooled["burst_space"]["n"] == 1
