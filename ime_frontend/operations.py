@@ -8,8 +8,8 @@ proxy are built from these rows, so adding a session call is one row here plus t
 
 The wire protocol is fixed: the fcitx5 addon and released clients send exactly these
 signatures. The view they read back (wire.VIEW_SIG) grew the suggestion list, then on_return;
-an addon built before that cannot read it, so `karukan install` (which builds the addon from this tree) must
-run again after an update.
+an addon built before that cannot read it, so `karukan install` (which builds the addon from
+this tree) must run again after an update.
 """
 
 from __future__ import annotations

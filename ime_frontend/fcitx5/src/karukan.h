@@ -2,16 +2,16 @@
 // service (org.karukan.Engine1 on the session bus) and renders the view it answers with.
 //
 // Calls are synchronous with a short timeout so keys stay in order; a plain Return that commits
-// what the last view says it commits is answered here and the service told after, in order. The service is asked to start
-// (D-Bus activation) as soon as fcitx5 loads the addon, and whenever it is found missing; while it
-// starts, keys and focus changes are held in order (the application is told they are handled) and
-// replayed once it answers, so nothing typed meanwhile is lost or reaches the application as raw
-// romaji. If it does not start within the startup budget, the held keys are forwarded to the
-// application unchanged. A service that is up but slow still costs at most one timeout per key,
-// after which keys pass through for a while; a ServiceWatcher notices restarts, and the input
-// context is re-created on the next key. Password fields never reach the service; a field that
-// becomes one while something is typed gets it committed (never learned) first. Nothing typed
-// is logged.
+// what the last view says it commits is answered here and the service told after, in order. The
+// service is asked to start (D-Bus activation) as soon as fcitx5 loads the addon, and whenever it
+// is found missing; while it starts, keys and focus changes are held in order (the application is
+// told they are handled) and replayed once it answers, so nothing typed meanwhile is lost or
+// reaches the application as raw romaji. If it does not start within the startup budget, the
+// held keys are forwarded to the application unchanged. A service that is up but slow still costs
+// at most one timeout per key, after which keys pass through for a while; a ServiceWatcher
+// notices restarts, and the input context is re-created on the next key. Password fields never
+// reach the service; a field that becomes one while something is typed gets it committed (never
+// learned) first. Nothing typed is logged.
 //
 // One class, three files: karukan.cpp (fcitx5's entry points), service.cpp (starting the
 // service, holding and replaying keys, the D-Bus calls), panel.cpp (preedit, candidates, aux).
