@@ -106,10 +106,11 @@ WARM_UP = ["watashinonamaehanakanodesu", "densyanookurenitsuite"]
 
 
 class LiveAttached:
-    """A Session attached to a LiveService as the engine runs it: work the session defers starts
-    after the key as the engine's context host starts it (ime_frontend/contexts.py),
-    SUGGESTION_DELAY_S later or as long after as the work asks, on a timer; late updates are
-    applied on the typing thread while it waits (checked every `poll_s`)."""
+    """A Session attached to a LiveService as the engine runs it: work the session defers is
+    kept during the key and started after it, as the engine's context host starts it once the
+    reply is out (ime_frontend/contexts.py), SUGGESTION_DELAY_S later or as long after as the
+    work asks, on a timer (so the timer threads' start is not timed as the key's); late updates
+    are applied on the typing thread while it waits (checked every `poll_s`)."""
 
     def __init__(self, converter, config: Config, link_type: type[LiveLink] = LiveLink,
                  poll_s: float = 0.005) -> None:
@@ -117,6 +118,7 @@ class LiveAttached:
         self.service = LiveService(converter)
         self.poll_s = poll_s
         self._pending: list = []
+        self._deferred: list = []
         self._lock = threading.Lock()
         self.session.attach_live(link_type(self.service, 1, self._arrived, self._defer))
 
@@ -124,17 +126,20 @@ class LiveAttached:
         with self._lock:
             self._pending.append(update)
 
-    @staticmethod
-    def _defer(_epoch: int, work, after_s: float) -> None:   # the service drops work of an older epoch
-        timer = threading.Timer(after_s or SUGGESTION_DELAY_S, work)
-        timer.daemon = True
-        timer.start()
+    def _defer(self, _epoch: int, work, after_s: float) -> None:   # the service drops work of an older epoch
+        self._deferred.append((work, after_s))
 
     def key(self, keysym: int, mods: int = 0) -> float:
-        """Press one key; ms the session took."""
+        """Press one key; ms the session took. Its deferred work starts after."""
         started = time.perf_counter()
         self.session.process_key(keysym, mods)
-        return (time.perf_counter() - started) * 1000
+        elapsed = (time.perf_counter() - started) * 1000
+        deferred, self._deferred = self._deferred, []
+        for work, after_s in deferred:
+            timer = threading.Timer(after_s or SUGGESTION_DELAY_S, work)
+            timer.daemon = True
+            timer.start()
+        return elapsed
 
     def wait_until(self, deadline: float) -> None:
         """Apply the late updates that arrive until `deadline` (perf_counter seconds)."""

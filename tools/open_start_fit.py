@@ -31,7 +31,7 @@ from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
 from karukan_engine.kana import nfkc  # noqa: E402
 from karukan_engine.lattice.converter import LatticeConverter  # noqa: E402
 from karukan_engine.lattice.word_lm import WordLmWeights  # noqa: E402
-from tools.dictionary_margin_fit import compare, right  # noqa: E402
+from tools.dictionary_margin_fit import cells_text, compare, fitted_value, right  # noqa: E402
 from tools.lattice_ab import first  # noqa: E402
 from tools.lattice_lm_fit import dev_sets, floats, write_report  # noqa: E402
 
@@ -68,8 +68,7 @@ def main() -> int:
     def broken(share: float, parity: int) -> int:
         return sum(compare(base[n][parity::2], tried[share][n][parity::2])["broken"] for n in sets)
 
-    best = max(mean_acc(s, 0) for s in args.grid)
-    fitted = min((s for s in args.grid if mean_acc(s, 0) >= best - args.tolerance), key=lambda s: (broken(s, 0), s))
+    fitted = fitted_value(args.grid, mean_acc, broken, args.tolerance)
     report = {"fitted_open_start": fitted, "shipped_open_start": shipped.open_start,
               "fit_mean_acc": {str(s): round(mean_acc(s, 0), 2) for s in args.grid},
               "report_mean_acc": {str(s): round(mean_acc(s, 1), 2) for s in args.grid}, "sets": {}}
@@ -81,8 +80,7 @@ def main() -> int:
         odd = base[name][1::2]
         cells = {str(s): compare(odd, tried[s][name][1::2]) for s in args.grid}
         report["sets"][name] = {"n": len(odd), "dictionary": sum(odd) / max(1, len(odd)), **cells}
-        print(f"{name[:32]:32} {len(odd):4} {100 * sum(odd) / max(1, len(odd)):9.1f}% "
-              + " ".join(f"{100 * c['acc']:5.1f} {c['fixed']:3}/{c['broken']:<3} {c['p']:5.0e}" for c in cells.values()))
+        print(f"{name[:32]:32} {len(odd):4} {100 * sum(odd) / max(1, len(odd)):9.1f}% " + cells_text(cells))
     write_report(args.json, report, started)
     return 0
 

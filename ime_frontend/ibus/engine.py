@@ -25,7 +25,7 @@ from ime_frontend.ibus.render import IBusRenderer, Signal
 # The operations an engine forwards to its context (in process, or through the engine service).
 from ime_frontend.operations import InputContext
 from ime_frontend.toolkit import IBUS_RELEASE_MASK as RELEASE_MASK, PASSWORD_PURPOSES, session_key_state
-from karukan_engine.session.keysyms import binding_modifiers
+from karukan_engine.session.keysyms import NAME_TO_KEYSYM, binding_modifiers
 from karukan_engine.session.view import View
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ ENGINE_IFACE = "org.freedesktop.IBus.Engine"
 ENGINE_PATH_PREFIX = "/org/freedesktop/IBus/Engine/"
 FACTORY_PATH = "/org/freedesktop/IBus/Factory"
 
-KEY_UP, KEY_DOWN, KEY_RETURN = 0xFF52, 0xFF54, 0xFF0D
+KEY_UP, KEY_DOWN, KEY_RETURN = 0xFF52, 0xFF54, NAME_TO_KEYSYM["Return"]
 
 
 ContextFactory = Callable[[Callable[[View], None]], Awaitable[InputContext]]

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from karukan_engine.dictionary.system import DEFAULT_DIR
 from karukan_engine.lattice.word_lm import WordLmWeights
@@ -31,3 +33,17 @@ def test_the_fit_reports_every_margin_and_the_shipped_one_matches_its_simulation
         assert row[str(float(shipped))] == row["shipped"]
         # an endless margin is the dictionary alone
         assert row["1000000000.0"]["fixed"] == row["1000000000.0"]["broken"] == 0
+
+
+@given(st.dictionaries(st.integers(0, 50).map(float), st.tuples(st.floats(0, 100), st.integers(0, 30)), min_size=1),
+       st.floats(0, 5))
+def test_the_fitted_value_breaks_least_among_those_near_the_best(results, tolerance):
+    sys.path.insert(0, str(SCRIPT.parents[1]))
+    from tools.dictionary_margin_fit import fitted_value
+
+    grid = list(results)
+    fitted = fitted_value(grid, lambda v, parity: results[v][0], lambda v, parity: results[v][1], tolerance)
+    best = max(acc for acc, _ in results.values())
+    near = [v for v in grid if results[v][0] >= best - tolerance]
+    assert fitted in near
+    assert all((results[fitted][1], fitted) <= (results[v][1], v) for v in near)

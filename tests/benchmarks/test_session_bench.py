@@ -34,3 +34,36 @@ def test_session_bench_times_every_converter_and_key_kind(tmp_path):
     assert live == {"typing": sum(map(len, SENTENCES)), "convert": len(SENTENCES), "commit": len(SENTENCES)}
     # The bench commits every sentence it types: into a history of its own, not the user's.
     assert not (tmp_path / "data" / "karukan" / "learning.json").exists()
+
+
+def test_deferred_work_starts_after_the_key_not_inside_it():
+    """As the engine's context host does: what a key defers starts once the key's time is taken."""
+    import threading
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from session_bench import LiveAttached
+    from karukan_engine.config import Config, SessionSettings, SuggestSettings
+    from karukan_engine.conversion.plain import PlainConverter
+
+    # nothing of the session's own deferred: only the test's work runs
+    config = Config(session=SessionSettings(live_conversion=False, anticipate=False),
+                    suggest=SuggestSettings(enabled=False))
+    attached = LiveAttached(PlainConverter(), config)
+    started_inside: list[bool] = []
+    ran = threading.Event()
+    real_process_key = attached.session.process_key
+
+    def process_key(keysym, mods=0):
+        view = real_process_key(keysym, mods)
+        attached._defer(0, ran.set, 0.001)          # work a key defers...
+        started_inside.append(threading.active_count())
+        return view
+
+    attached.session.process_key = process_key
+    try:
+        before = threading.active_count()
+        attached.key(ord("a"))
+        assert started_inside == [before]           # ...no timer thread while the key runs
+        assert ran.wait(5)                          # and it runs after
+    finally:
+        attached.service.shutdown()
