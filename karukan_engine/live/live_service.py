@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
@@ -21,6 +22,7 @@ from karukan_engine.conversion.contracts import DictionaryConverter, LiveConvert
 from karukan_engine.conversion.settings import ConversionSettings
 from karukan_engine.conversion.suggest import suggestions as completions
 from karukan_engine.core.types import Candidate, ConversionRequest, Converter, Segment, settled_first_listed
+from karukan_engine.live.rhythm import TypingRhythm
 from karukan_engine.scheduling.scheduler import JobContext, Priority, Scheduler
 
 log = logging.getLogger(__name__)
@@ -76,12 +78,15 @@ LiveDelivery = Callable[[LateUpdate], None]
 # A key typed meanwhile supersedes the wait, so fast typing costs no search at all.
 SUGGESTION_DELAY_S = 0.010
 
-# Space's conversion is prepared once the user paused this long after a key's reply: a key
-# typed sooner supersedes it unrun. At 10 keys/s (100 ms between keys) this starts almost none;
-# at 60 ms, typing replays started one after most keys only to stop it at the next, which took
-# 25-40 ms of CPU per key instead of 4-11 and raised live refinement's p95 by 10-30 ms, past its
-# 50 ms budget (docs/benchmarks.md, "Space prepared while the user pauses").
+# Space's conversion is prepared once the user paused after a key's reply: a key typed sooner
+# supersedes it unrun. Never sooner than PREPARE_DELAY_S: at 60 ms, typing replays started one
+# after most keys only to stop it at the next, which took 25-40 ms of CPU per key instead of
+# 4-11 and raised live refinement's p95 by 10-30 ms, past its 50 ms budget (docs/benchmarks.md,
+# "Space prepared while the user pauses"). Past that, a pause is judged by the context's own
+# rhythm (rhythm.TypingRhythm: twice its median gap between keys), up to MAX_PREPARE_DELAY_S: a
+# typist at 10 keys/s met a preparation just starting at most of their keys.
 PREPARE_DELAY_S = 0.100
+MAX_PREPARE_DELAY_S = 0.300
 
 # The dictionary's part of Space's first answer (its segments and the first one's list, about
 # 0.5-1 ms of the interpreter) is worked out this soon after a key's reply: before a Space typed
@@ -184,12 +189,14 @@ class LiveService:
                  budget_ms: float | None = None, deliver_unchanged: bool = False,
                  suggestion_delay_s: float = SUGGESTION_DELAY_S,
                  prepare_delay_s: float = PREPARE_DELAY_S,
-                 quick_space_limit_s: float = QUICK_SPACE_LIMIT_S) -> None:
+                 quick_space_limit_s: float = QUICK_SPACE_LIMIT_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         """deliver_unchanged: also deliver when the model's text equals the quick text
         (benchmarks time every finished refinement; frontends need only changes).
-        suggestion_delay_s / prepare_delay_s: how long after its key suggestion work / the
-        preparation of Space's conversion starts. quick_space_limit_s: how late a quick Space's
-        model conversion may come."""
+        suggestion_delay_s: how long after its key suggestion work starts. prepare_delay_s: the
+        shortest pause after which Space's conversion is prepared (longer where the context's
+        keys come further apart, up to MAX_PREPARE_DELAY_S). quick_space_limit_s: how late a
+        quick Space's model conversion may come. clock: when events happen (seconds)."""
         self.converter = live_converter(converter)
         self.deliver_unchanged = deliver_unchanged
         settings = self.converter.settings
@@ -198,6 +205,8 @@ class LiveService:
         self.budget_s = (budget_ms if budget_ms is not None else settings.live_budget_ms) / 1000.0
         self.suggestion_delay_s = suggestion_delay_s
         self.prepare_delay_s = prepare_delay_s
+        self.rhythm = TypingRhythm(0.0, MAX_PREPARE_DELAY_S)
+        self._clock = clock
         self.quick_space_limit_s = quick_space_limit_s
 
     @property
@@ -208,7 +217,13 @@ class LiveService:
     def begin(self, context: ContextId) -> int:
         """A new event in `context`: its earlier work is superseded. Returns the event's
         epoch, which key() and the updates it causes carry."""
+        self.rhythm.event(context, self._clock())
         return self.scheduler.begin_key(context)
+
+    def prepare_delay(self, context: ContextId) -> float:
+        """How long after an event of `context` its Space is prepared: once the user paused
+        (prepare_delay_s at least)."""
+        return max(self.prepare_delay_s, self.rhythm.pause_s(context))
 
     def key(self, context: ContextId, epoch: int, request: ConversionRequest,
             deliver: LiveDelivery) -> str:
@@ -270,14 +285,14 @@ class LiveService:
     def prepare_for(self, context: ContextId, epoch: int, request: ConversionRequest,
                     delay_s: float | None = None) -> None:
         """Prepare Space's conversion of `request` for the event `epoch` at the lowest
-        priority, after `delay_s` (default prepare_delay_s) of pause; dropped unrun, or stopped
+        priority, after `delay_s` (default prepare_delay(context)) of pause; dropped unrun, or stopped
         between stages, once a newer event began. Nothing is delivered: the converter keeps the
         result for its convert()."""
         if (not request.reading or request.fixed_lengths or self.scheduler.epoch(context) != epoch
                 or not self.converter.can_prepare()):
             return
         prepare = self.converter.prepare
-        delay = self.prepare_delay_s if delay_s is None else delay_s
+        delay = self.prepare_delay(context) if delay_s is None else delay_s
 
         def work(ctx) -> None:
             if delay and ctx.wait_cancelled(delay):
@@ -353,6 +368,7 @@ class LiveService:
         return value
 
     def close_context(self, context: ContextId) -> None:
+        self.rhythm.forget(context)
         self.scheduler.close_context(context)
 
     def shutdown(self) -> None:
@@ -401,7 +417,7 @@ class LiveLink:
     def prepare(self, epoch: int, request: ConversionRequest) -> None:
         """Ask for Space's conversion of `request` to be computed while the user pauses."""
         self._start(epoch, lambda delay_s: self.service.prepare_for(self.context, epoch, request, delay_s=delay_s),
-                    self.service.prepare_delay_s)
+                    self.service.prepare_delay(self.context))
 
     def warm_space(self, epoch: int, request: ConversionRequest) -> None:
         """Ask for the dictionary's part of Space's first answer for `request` to be worked out
