@@ -2,10 +2,10 @@
 
 Space's conversion is prepared with the model once the user pauses (live_service.prepare_for).
 That work holds the interpreter in stretches; a key that arrives while it runs waits at every
-hand-over between the service's threads (bus reader, session worker, reply): 1-2 ms more per
-key (docs/benchmarks.md, "Space prepared after the user's own pause"). A fixed pause of 100 ms
-is exactly the gap of someone typing ten keys a second, so the preparation started just as their
-next key came, on most keys. The pause is therefore measured against each context's own rhythm:
+hand-over between the service's threads (bus reader, session worker, reply): about 1 ms more at
+the median and 3 ms at p95 (docs/benchmarks.md, "Space prepared after the user's own pause").
+A fixed pause of 100 ms is exactly the gap of someone typing ten keys a second, so the
+preparation started just as their next key came, on most keys. The pause is therefore measured against each context's own rhythm:
 a few times the median gap between its recent events, within fixed bounds.
 """
 
