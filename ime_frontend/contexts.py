@@ -24,6 +24,8 @@ import time
 from concurrent.futures import Executor
 from typing import Any, Callable, Hashable, Iterable
 
+from dbus_fast.errors import DBusError
+
 from ime_frontend.fair import FairExecutor
 from ime_frontend.idle_gc import IdleCollector
 from ime_frontend.toolkit import field_privacy, session_key_state
@@ -52,6 +54,15 @@ SWITCH_INTERVAL_S = 0.001
 # A commit's choices are learned this long after its reply (0.1-0.2 ms of a Return otherwise; the
 # wait lets the reply leave before the session worker takes the interpreter again).
 LEARN_AFTER_S = 0.002
+
+
+class EngineClosing(DBusError):
+    """A call that reached a context after its engine began shutting down (the daemon was lost,
+    a signal came). A D-Bus error reply and nothing logged: thousands of keys may still be queued
+    then, and a traceback for each filled the log (tests/e2e/test_e2e_ibus_flood.py)."""
+
+    def __init__(self) -> None:
+        super().__init__("org.freedesktop.DBus.Error.Failed", "the engine is shutting down")
 
 
 class ContextHost:
@@ -88,7 +99,11 @@ class ContextHost:
         self.last_used = time.monotonic()
         try:
             async with self._lock:
-                view = await self._loop.run_in_executor(self._executor, _invoke, self._session, fn, args)
+                try:
+                    work = self._loop.run_in_executor(self._executor, _invoke, self._session, fn, args)
+                except RuntimeError:   # the executor was shut down: calls still queued on the bus
+                    raise EngineClosing() from None
+                view = await work
                 self._start_deferred()
                 if self._session.learning_pending:
                     # a commit's choices are learned once its reply is out (before the next call)

@@ -29,7 +29,7 @@ from dbus_fast.constants import NameFlag, RequestNameReply
 from ime_frontend import operations as ops
 from ime_frontend import wire
 from ime_frontend.bus import MessageBus, unexpected_loss
-from ime_frontend.contexts import ContextHost, EngineCore, eviction_victim
+from ime_frontend.contexts import ContextHost, EngineClosing, EngineCore, eviction_victim
 from ime_frontend.fair import CLIENT, NestedTurns
 from karukan_engine.config import Config
 from karukan_engine.session.view import View
@@ -152,6 +152,8 @@ class EngineService:
             reply = Message.new_method_return(msg, spec.out_sig, body)
         except CallError as exc:
             reply = Message.new_error(msg, exc.name, str(exc))
+        except EngineClosing as exc:   # shutting down with calls still queued: no line each
+            reply = Message.new_error(msg, exc.type, exc.text)
         except Exception as exc:  # a bug in a lower layer must not take the service down
             # Type and place only: an exception's message may quote what the user typed.
             where = traceback.extract_tb(exc.__traceback__)[-1]

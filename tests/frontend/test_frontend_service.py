@@ -136,6 +136,28 @@ def test_malformed_calls_get_errors_and_the_service_stays_up(bus_address):
     run(body())
 
 
+def test_a_call_after_the_engine_began_shutting_down_gets_a_quiet_error(bus_address, caplog):
+    """Keys still queued when the engine shuts down (its workers stopped) are each answered with
+    one D-Bus error and log nothing: thousands may be waiting then."""
+    async def body():
+        async with running_service(bus_address) as service:
+            client = await EngineClient.connect(bus_address)
+            ctx = await client.create_context("test")
+            assert (await ctx.process_key(ord("a"), 0, False)).preedit_text == "あ"
+            service._core.executor.shutdown(wait=True)
+            caplog.clear()
+            with caplog.at_level("DEBUG"):
+                for _ in range(3):
+                    with pytest.raises(DBusError) as info:
+                        await ctx.process_key(ord("i"), 0, False)
+                    assert info.value.type == "org.freedesktop.DBus.Error.Failed"
+                    assert info.value.text == "the engine is shutting down"
+            assert not [r for r in caplog.records if r.levelname in ("WARNING", "ERROR")], caplog.text
+            client.disconnect()
+
+    run(body())
+
+
 def test_the_service_tells_frontends_its_candidate_layout(bus_address):
     """The fcitx5 addon draws its list as GetInfo says ([ui] candidate_layout; vertical by default)."""
     horizontal = Config.from_toml('[ui]\ncandidate_layout = "horizontal"\n')
