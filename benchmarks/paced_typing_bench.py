@@ -29,11 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ime_frontend.bus import MessageBus  # noqa: E402
 from ime_frontend.client import EngineClient  # noqa: E402
+from karukan_engine.session.keysyms import NAME_TO_KEYSYM  # noqa: E402
 from karukan_testing.headless import HeadlessDesktop  # noqa: E402
 from gtk_latency import SENTENCES  # noqa: E402
 from roundtrip_bench import summary  # noqa: E402
 
-SPACE, RETURN = 0x20, 0xFF0D
+SPACE, RETURN = NAME_TO_KEYSYM["space"], NAME_TO_KEYSYM["Return"]
 SETTLE_S = 8.0            # the service loads its models on threads after READY
 PAUSE_BEFORE_SPACE_S = 0.15
 AFTER_SPACE_S = 0.4

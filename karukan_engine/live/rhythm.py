@@ -5,8 +5,9 @@ That work holds the interpreter in stretches; a key that arrives while it runs w
 hand-over between the service's threads (bus reader, session worker, reply): about 1 ms more at
 the median and 3 ms at p95 (docs/benchmarks.md, "Space prepared after the user's own pause").
 A fixed pause of 100 ms is exactly the gap of someone typing ten keys a second, so the
-preparation started just as their next key came, on most keys. The pause is therefore measured against each context's own rhythm:
-a few times the median gap between its recent events, within fixed bounds.
+preparation started just as their next key came, on most keys. The pause is therefore measured
+against each context's own rhythm: a few times the median gap between its recent events,
+within fixed bounds.
 """
 
 from __future__ import annotations
