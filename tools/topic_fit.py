@@ -27,11 +27,11 @@ from tools.lattice_lm_fit import dev_sets, fixed_broken, floats, write_report  #
 
 from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
 from karukan_engine.kana import nfkc  # noqa: E402
-from karukan_engine.lattice.converter import LatticeConverter, _first_surface  # noqa: E402
+from karukan_engine.lattice.converter import LatticeConverter, _first_path  # noqa: E402
 from karukan_engine.lattice.corpus_words import CorpusWordSource  # noqa: E402
 from karukan_engine.lattice.lm_paths import ScoredPath, keep_dictionary_choice  # noqa: E402
 from karukan_engine.lattice.topic_paths import topic_nats  # noqa: E402
-from karukan_engine.lattice.word_lm import WordLmWeights, WordScorer, path_words  # noqa: E402
+from karukan_engine.lattice.word_lm import WordLmWeights, WordScorer, dictionary_margin, path_words  # noqa: E402
 from karukan_engine.lm.char_ngram import BUNDLED as CHAR_NGRAM  # noqa: E402
 from karukan_engine.lm.char_ngram import CharNgram  # noqa: E402
 from karukan_engine.lm.topic_vectors import BUNDLED as TOPICS  # noqa: E402
@@ -45,18 +45,18 @@ MAX_LOSS = 0.01
 
 def gather(converter: LatticeConverter, scorer: WordScorer, items) -> list[dict]:
     rows = []
-    margin = converter.word_weights.dictionary_margin
     for item in items:
         analysis = converter._analyse(ConversionRequest(item.reading, left_context=item.context))
         gold = {nfkc(o) for o in item.outputs}
         ranked = analysis.ranked
-        dictionary = _first_surface(analysis.lattice, analysis.plain) if analysis.plain is not None else (
-            ranked[0].surface if ranked else "")
+        dictionary, length = _first_path(analysis.lattice, analysis.plain) if analysis.plain is not None else (
+            ranked[0].surface if ranked else "", len(ranked[0].nodes) if ranked else 0)
         words = [path_words(scorer, analysis.lattice, list(p.nodes)) for p in ranked]
         topics = topic_nats(scorer.topics.vectors, scorer.topics.rows(item.context), words) if ranked else []
         rows.append({"scores": [p.score for p in ranked], "surfaces": [p.surface for p in ranked],
                      "right": [nfkc(p.surface) in gold for p in ranked], "topics": topics,
-                     "dictionary": dictionary, "dictionary_right": nfkc(dictionary) in gold, "margin": margin})
+                     "dictionary": dictionary, "dictionary_right": nfkc(dictionary) in gold,
+                     "margin": dictionary_margin(converter.word_weights, item.context, length)})
     return rows
 
 

@@ -61,6 +61,7 @@ from karukan_engine.lattice.word_lm import (
     SearchTerms,
     WordLmWeights,
     WordScorer,
+    dictionary_margin,
     open_start,
     path_rescorer,
     search_terms,
@@ -234,7 +235,8 @@ class LatticeConverter:
         if words is not None and len(ranked) > 1:
             plain = SearchSpace(lattice, self.dictionary, 0, len(reading), bos_choices=start,
                                 base=base.plain if base is not None else None)
-            ranked = keep_dictionary_choice(ranked, _first_surface(lattice, plain), self.word_weights.dictionary_margin)
+            surface, length = _first_path(lattice, plain)
+            ranked = keep_dictionary_choice(ranked, surface, dictionary_margin(self.word_weights, context, length))
         analysis = _Analysis(lattice, space, cuts, ranked, terms, plain)
         with self._lock:
             self._cache.put(key, analysis)
@@ -458,12 +460,12 @@ class LatticeConverter:
         return listed
 
 
-def _first_surface(lattice: Lattice, space: SearchSpace) -> str:
-    """The surface a search puts first (the dictionary's own choice, for a search without the
-    language models' terms)."""
+def _first_path(lattice: Lattice, space: SearchSpace) -> tuple[str, int]:
+    """The surface a search puts first and its number of words (the dictionary's own choice,
+    for a search without the language models' terms); ("", 0) when nothing reaches the end."""
     for _, nodes in space.paths(MAX_EXPANSIONS, distinct=True):
-        return "".join(lattice.surface(node) for node in nodes)
-    return ""
+        return "".join(lattice.surface(node) for node in nodes), len(nodes)
+    return "", 0
 
 
 def _source_of(lattice: Lattice, nodes: Sequence[int]) -> Source:

@@ -13,6 +13,7 @@ leaves the dictionary's connection cost to judge it: the dictionary is the backo
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,10 +60,13 @@ class WordLmWeights:
     # sentence (a phrase converted on its own, a field whose text is unknown): its first words
     # are scored by a mixture of P(w | sentence start) and P(w) (tools/open_start_fit.py)
     open_start: float = 0.7
+    # the margin instead where the dictionary's choice is a single word with no text before it
+    # (dictionary_margin below)
+    lone_word_margin: float = math.inf
 
     def __post_init__(self) -> None:
         if (min(self.weight, self.unknown, self.trigram, self.char_weight, self.dictionary_margin, self.topic,
-                self.open_start) < 0 or self.weight != self.weight or self.open_start > 1):
+                self.open_start, self.lone_word_margin) < 0 or self.weight != self.weight or self.open_start > 1):
             raise ValueError("word language-model weights must be non-negative (open_start at most 1)")
 
 
@@ -214,6 +218,19 @@ def search_terms(scorer: WordScorer, lattice: Lattice, lo: int, hi: int, context
 def open_start(context: str, weights: WordLmWeights) -> bool:
     """Whether the reading's first word is scored as maybe not starting a sentence."""
     return weights.open_start > 0 and not context.strip(" \t\u3000")
+
+
+def dictionary_margin(weights: WordLmWeights, context: str, dictionary_words: int) -> float:
+    """Cost units by which the language models' best path must beat the dictionary's own choice
+    of `dictionary_words` words (lm_paths.keep_dictionary_choice). A lone word with no text
+    before it (none known, or a line start) is judged by the dictionary: the n-grams then know
+    little more than how common each spelling is over the whole corpus, names and every
+    register included (松 against 待つ for まつ, 有 against 保つ for たもつ), while the
+    dictionary's word costs were set for what people convert. With text before it the n-grams
+    and the topic vectors read that text, and the usual margin applies."""
+    if dictionary_words == 1 and not context.strip():
+        return max(weights.dictionary_margin, weights.lone_word_margin)
+    return weights.dictionary_margin
 
 
 def _open_start_nats(model: WordNgram, words: np.ndarray, known: np.ndarray, backoff: np.ndarray,

@@ -12,7 +12,7 @@ from karukan_engine.core.types import ConversionRequest
 from karukan_engine.dictionary.system import DEFAULT_DIR, SystemDictionary
 from karukan_engine.lattice.converter import LatticeConverter
 from karukan_engine.lattice.search import EOS
-from karukan_engine.lattice.word_lm import WordLmWeights, WordScorer, search_terms
+from karukan_engine.lattice.word_lm import WordLmWeights, WordScorer, dictionary_margin, search_terms
 from karukan_engine.lm.kneser_ney import BOS, UNK, estimate, flatten
 from karukan_engine.lm.word_ngram import WordNgram
 from karukan_engine.session.field_context import LINE_START
@@ -156,13 +156,46 @@ def test_an_unknown_left_context_need_not_start_a_sentence(system, tmp_path):
     scorer = scorer_of(system, tmp_path, [["汽車", "の", "資料"]] * 8 + [["新聞", "記者"]] * 40)
     picks = {}
     for share in (0.0, 0.9):
-        weights = WordLmWeights(weight=2000.0, unknown=12.0, open_start=share)
+        # lone_word_margin 0: the n-grams judge a lone word too (the mixture is what is tried)
+        weights = WordLmWeights(weight=2000.0, unknown=12.0, open_start=share, lone_word_margin=0.0)
         converter = LatticeConverter(system, None, None, word_lm=lambda: scorer, word_weights=weights)
         picks[share] = [converter.live(ConversionRequest("きしゃ", left_context=c)) for c in ("", "終わり。", LINE_START)]
     assert picks[0.0] == ["汽車", "汽車", "汽車"]
     # no text known left of the caret: the commoner word; after a sentence end, or where the
     # application says the caret starts a line: still a sentence start
     assert picks[0.9] == ["記者", "汽車", "汽車"]
+
+
+def test_a_lone_word_with_no_text_before_it_keeps_the_dictionarys_choice(system, tmp_path):
+    """With nothing before it the n-grams know only how common each spelling is: the dictionary
+    judges a lone word. A reading of more words, or text before it, and they judge again."""
+    alone = LatticeConverter(system, None, None)
+    first = alone.live(ConversionRequest("きしゃ"))
+    other = "汽車" if first == "記者" else "記者"
+    scorer = scorer_of(system, tmp_path, [[other]] * 60 + [[other, "の", "資料"]] * 60)
+    weights = WordLmWeights(weight=2000.0, unknown=12.0)
+    converter = LatticeConverter(system, None, None, word_lm=lambda: scorer, word_weights=weights)
+    for context in ("", LINE_START, " \n"):
+        assert converter.live(ConversionRequest("きしゃ", left_context=context)) == first
+        assert converter.candidates(ConversionRequest("きしゃ", left_context=context), 3)[0].surface == first
+    # text before it (even a finished sentence): the n-grams read it and their choice stands
+    assert converter.live(ConversionRequest("きしゃ", left_context="終わり。")) == other
+    # more than one word: the usual margin
+    assert converter.live(ConversionRequest("きしゃのしりょう")) == other + "の資料"
+    # lone_word_margin 0: the usual margin for the lone word too
+    usual = LatticeConverter(system, None, None, word_lm=lambda: scorer,
+                             word_weights=WordLmWeights(weight=2000.0, unknown=12.0, lone_word_margin=0.0))
+    assert usual.live(ConversionRequest("きしゃ")) == other
+
+
+@settings(max_examples=200, deadline=None)
+@given(context=st.text(alphabet=" \t\n\u3000。あ", max_size=4), words=st.integers(0, 5),
+       margin=st.floats(0, 1e4), lone=st.floats(0, 1e5) | st.just(float("inf")))
+def test_only_a_lone_word_with_no_text_before_it_gets_the_lone_word_margin(context, words, margin, lone):
+    weights = WordLmWeights(dictionary_margin=margin, lone_word_margin=lone)
+    got = dictionary_margin(weights, context, words)
+    assert got >= margin
+    assert got == (max(margin, lone) if words == 1 and not context.strip() else margin)
 
 
 @pytest.mark.parametrize("share", [-0.1, 1.5])
