@@ -4,9 +4,12 @@ Every "lines" source that holds out a share of its documents (`heldout_percent`:
 typed dialogues by dialogue, the Wikipedia paragraphs, the white paper, Wikinews, laws) gives
 `pairs/heldout/<name>_heldout.jsonl`, one span per sentence with its full left context
 (pairs.evaluation_pair), as fused_quality.py and the lattice LM fit read them; the annotated
-Wikipedia dev and test splits give theirs from the gold readings. Only the held-out text is
-annotated (fugashi + SudachiPy agreement, training/readings.py), at most `limit` sentences a
-part, spread evenly over it, so the stage takes minutes, not the hours the whole corpus would.
+Wikipedia dev and test splits give theirs from the gold readings, and the held-out Debian
+documentation (GIMP's and GNOME's Japanese help, fetched with `apt-get download` as the corpus
+stage does) gives `pairs/heldout/docs_heldout.jsonl`, technical prose no source trains on.
+Only the held-out text is annotated (fugashi + SudachiPy agreement, training/readings.py), at
+most `limit` sentences a part, spread evenly over it, so the stage takes minutes, not the hours
+the whole corpus would.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from karukan_engine.training.readings import _annotate_line, annotated_sentences
 from karukan_engine.training.sources import SOURCES, heldout_part
 
 SENTENCES_PER_SET = 1500
+DOCS_PART = "docs_heldout"
 
 
 def spread(items: list, limit: int) -> list:
@@ -32,7 +36,8 @@ def spread(items: list, limit: int) -> list:
 
 
 def build_devsets(corpus_dir: Path | None, processes: int = 2, limit: int = SENTENCES_PER_SET,
-                  force: bool = False, seed: int = 0) -> dict[str, Path]:
+                  force: bool = False, seed: int = 0, docs: bool = True) -> dict[str, Path]:
+    """docs: also the Debian documentation's part (its packages fetched once, then cached)."""
     if corpus_dir is None:
         raise FileNotFoundError("no corpus directory: pass --corpus DIR (see docs/training.md)")
     out_dir = stage_dir("pairs") / "heldout"
@@ -42,9 +47,9 @@ def build_devsets(corpus_dir: Path | None, processes: int = 2, limit: int = SENT
         if not source.file or not (corpus_dir / source.file).is_file():
             continue
         if source.kind == "annotated" and source.split == "heldout":
-            part, chunk_lists = source.name, None
+            part = source.name
         elif source.kind == "lines" and source.heldout_percent:
-            part, chunk_lists = heldout_part(source.name), None
+            part = heldout_part(source.name)
         else:
             continue
         out = out_dir / f"{part}.jsonl"
@@ -55,13 +60,34 @@ def build_devsets(corpus_dir: Path | None, processes: int = 2, limit: int = SENT
             chunk_lists = [gold_chunks(words) for words in annotated_sentences(corpus_dir / source.file)]
         else:
             build_source(source, corpus_dir)   # the corpus stage's part files (cached)
-            sentences = (stage_dir("corpus") / f"{part}.txt").read_text(encoding="utf-8").splitlines()
-            with Pool(processes) as pool:
-                lines = pool.map(_annotate_line, spread(sentences, limit), chunksize=64)
-            chunk_lists = [json.loads(line)["chunks"] for line in lines]
-        rng = random.Random(f"{seed}:{part}")
-        pairs = [p for p in (evaluation_pair(chunks, rng, part) for chunks in chunk_lists) if p is not None]
-        _write(out, pairs)
-        print(f"{part}: {len(pairs):,} dev pairs from {len(chunk_lists):,} sentences")
-        written[part] = out
+            chunk_lists = _annotated(_part_sentences(part), processes, limit)
+        written[part] = _write_part(out, part, chunk_lists, seed)
+    docs_out = out_dir / f"{DOCS_PART}.jsonl"
+    if docs and (force or not docs_out.exists()):
+        sentences = []
+        for source in (s for s in SOURCES if s.kind == "debian"):
+            build_source(source, corpus_dir)
+            sentences += _part_sentences(source.name)
+        _write_part(docs_out, DOCS_PART, _annotated(sentences, processes, limit), seed)
+    if docs:
+        written[DOCS_PART] = docs_out
     return written
+
+
+def _part_sentences(part: str) -> list[str]:
+    return (stage_dir("corpus") / f"{part}.txt").read_text(encoding="utf-8").splitlines()
+
+
+def _annotated(sentences: list[str], processes: int, limit: int) -> list[list]:
+    """Each of at most `limit` sentences (spread over them) as readable chunks."""
+    with Pool(processes) as pool:
+        lines = pool.map(_annotate_line, spread(sentences, limit), chunksize=64)
+    return [json.loads(line)["chunks"] for line in lines]
+
+
+def _write_part(out: Path, part: str, chunk_lists: list[list], seed: int) -> Path:
+    rng = random.Random(f"{seed}:{part}")
+    pairs = [p for p in (evaluation_pair(chunks, rng, part) for chunks in chunk_lists) if p is not None]
+    _write(out, pairs)
+    print(f"{part}: {len(pairs):,} dev pairs from {len(chunk_lists):,} sentences")
+    return out

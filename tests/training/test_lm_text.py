@@ -116,7 +116,7 @@ def test_devsets_hold_out_documents_with_their_readings(tmp_path, monkeypatch):
     kept, secret = chat_corpus(corpus)
     words = [["東京", "とうきょう", "名詞"], ["に", "に", "助詞"], ["行き", "いき", "動詞"], ["ます", "ます", "助動詞"]]
     write_xz(corpus / "wac_dev.jsonl.xz", json.dumps({"words": words}, ensure_ascii=False) + "\n")
-    written = build_devsets(corpus, processes=1)
+    written = build_devsets(corpus, processes=1, docs=False)
     assert set(written) == {"chat_heldout", "wac_dev"}   # wac_test and the other sources are absent
     chat = [json.loads(line) for line in written["chat_heldout"].read_text(encoding="utf-8").splitlines()]
     assert chat and all(row["surface"] in "".join(secret) for row in chat)
@@ -125,3 +125,40 @@ def test_devsets_hold_out_documents_with_their_readings(tmp_path, monkeypatch):
     assert wac and all(row["surface"] in "東京に行きます" for row in wac)
     # the gold readings, in katakana
     assert all(row["reading"] and all("\u30a0" <= ch <= "\u30ff" for ch in row["reading"]) for row in wac)
+
+
+def test_devsets_hold_out_the_debian_documentation(tmp_path, monkeypatch):
+    """The Debian help pages give their own dev set; the packages are served from a local tree
+    here (a test never downloads), read and annotated as fetched ones are."""
+    pytest.importorskip("fugashi", reason="fugashi (the `train` extra) is not installed")
+    pytest.importorskip("sudachipy", reason="sudachipy (the `train` extra) is not installed")
+    from karukan_engine.training import corpus as corpus_stage
+
+    monkeypatch.setenv("KARUKAN_WORK_DIR", str(tmp_path / "work"))
+    trees = {"gimp-help-ja": ("usr/share/gimp/2.0/help/ja/filters/blur.html",
+                              "<html><body><p>画像の境界をぼかすには次の手順を使います。</p></body></html>"),
+             "gnome-user-docs": ("usr/share/help/ja/gnome-help/net.page",
+                                 "<page><p>無線ネットワークに接続するには設定を開きます。</p></page>")}
+    fetched = []
+
+    def local_package(package, dest):
+        fetched.append(package)
+        path, text = trees[package]
+        root = tmp_path / "packages" / package
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+        return root
+
+    monkeypatch.setattr(corpus_stage, "fetch_package", local_package)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    chat_corpus(corpus)
+    written = build_devsets(corpus, processes=1)
+    assert sorted(fetched) == ["gimp-help-ja", "gnome-user-docs"]
+    docs = [json.loads(line) for line in written["docs_heldout"].read_text(encoding="utf-8").splitlines()]
+    pages = "画像の境界をぼかすには次の手順を使います。無線ネットワークに接続するには設定を開きます。"
+    assert docs and all(row["surface"] in pages and row["reading"] for row in docs)
+    assert {row["source"] for row in docs} == {"docs_heldout"}
+    # built once: a second run reads the cached packages and keeps the file
+    assert build_devsets(corpus, processes=1)["docs_heldout"] == written["docs_heldout"]
+    assert len(fetched) == 2
