@@ -162,3 +162,24 @@ def test_devsets_hold_out_the_debian_documentation(tmp_path, monkeypatch):
     # built once: a second run reads the cached packages and keeps the file
     assert build_devsets(corpus, processes=1)["docs_heldout"] == written["docs_heldout"]
     assert len(fetched) == 2
+
+
+def test_devsets_without_the_debian_help_keep_the_other_sets(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("fugashi", reason="fugashi (the `train` extra) is not installed")
+    pytest.importorskip("sudachipy", reason="sudachipy (the `train` extra) is not installed")
+    import subprocess
+
+    from karukan_engine.training import corpus as corpus_stage
+
+    monkeypatch.setenv("KARUKAN_WORK_DIR", str(tmp_path / "work"))
+
+    def unreachable(package, dest):
+        raise subprocess.CalledProcessError(100, ["apt-get", "download", package])
+
+    monkeypatch.setattr(corpus_stage, "fetch_package", unreachable)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    chat_corpus(corpus)
+    written = build_devsets(corpus, processes=1)
+    assert set(written) == {"chat_heldout"} and written["chat_heldout"].is_file()
+    assert "docs_heldout skipped" in capsys.readouterr().out
