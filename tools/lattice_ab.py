@@ -1,13 +1,16 @@
 """The shipped dictionary converter against itself without one of its parts, on every dev set.
 
-    python tools/lattice_ab.py --without corpus-nouns[,topics] [--nouns FILE] [--limit 600] [--json out.json]
+    python tools/lattice_ab.py --without corpus-nouns[,topics,lone-word] [--nouns FILE] [--limit 600]
+        [--context TEXT] [--json out.json]
 
 Both converters are what `karukan convert --no-model` builds (both n-grams, the topic vectors,
 the corpus nouns; no user data), except that the second lacks the parts named. Rows as
 tools/lattice_lm_fit.py finds them; odd rows are reported (the even ones are where weights were
 fitted). Acc@1 NFKC of the dictionary alone (no language model, no corpus nouns: today's
 Mozc-equivalent baseline), of the converter without the part and with it, and the rows the part
-fixes and breaks.
+fixes and breaks. lone-word: a single word with no text before it judged with the usual
+margin (`WordLmWeights.lone_word_margin` 0). --context TEXT: every row's left context replaced
+by TEXT (a newline: each row typed at a line start); the sets' no-context copies are then left out.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from karukan_engine.lattice.corpus_words import CorpusWordSource  # noqa: E402
 from karukan_engine.lattice.word_lm import LoadedWordScorer, WordLmWeights  # noqa: E402
 from karukan_engine.lm.bundled import LoadedNgram, shared_ngram  # noqa: E402
 
-PARTS = ("corpus-nouns", "topics")
+PARTS = ("corpus-nouns", "topics", "lone-word")
+NO_CONTEXT = " (no context)"
 
 
 def converters(without: set[str], nouns: Path) -> tuple[LatticeConverter, LatticeConverter, LatticeConverter]:
@@ -45,9 +49,12 @@ def converters(without: set[str], nouns: Path) -> tuple[LatticeConverter, Lattic
     plain = LatticeConverter(dictionary, None, None)
     full = LatticeConverter(dictionary, None, None, lm=ngram, word_lm=words, corpus_words=corpus)
     weights = WordLmWeights()
+    if "topics" in without:
+        weights = replace(weights, topic=0.0)
+    if "lone-word" in without:
+        weights = replace(weights, lone_word_margin=0.0)
     less = LatticeConverter(dictionary, None, None, lm=ngram, word_lm=words,
-                            corpus_words=None if "corpus-nouns" in without else corpus,
-                            word_weights=replace(weights, topic=0.0) if "topics" in without else weights)
+                            corpus_words=None if "corpus-nouns" in without else corpus, word_weights=weights)
     return plain, less, full
 
 
@@ -69,6 +76,7 @@ def main() -> int:
     parser.add_argument("--without", type=parts, required=True, help=f"comma-separated: {', '.join(PARTS)}")
     parser.add_argument("--nouns", type=Path, default=NOUNS, help="the corpus nouns file")
     parser.add_argument("--limit", type=int, default=600, help="items per dev set (every k-th)")
+    parser.add_argument("--context", help="every row's left context replaced by this text")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     started = time.perf_counter()
@@ -77,7 +85,12 @@ def main() -> int:
     report = {"without": named, "sets": {}}
     print(f"{'set':32} {'n':>4} {'dict':>6} {'without':>8} {'with':>6}  fixed/broken by {named}")
     totals = [0, 0]
-    for name, items in dev_sets(args.limit).items():
+    sets = dev_sets(args.limit)
+    if args.context is not None:
+        sets = {name: [replace(it, context=args.context) for it in items]
+                for name, items in sets.items() if not name.endswith(NO_CONTEXT)}
+    report["context"] = args.context
+    for name, items in sets.items():
         odd = items[1::2]
         right = {key: [] for key in ("dictionary", "without", "with")}
         changed = []
