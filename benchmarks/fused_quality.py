@@ -7,9 +7,9 @@ odd rows are held out and every system is scored on them. AJIMEE-Bench is never 
 
 Dev sets: the three in karukan_engine/data/eval/ (Mozc's evaluation set, the Anthy corpus, Anthy
 with left context) and, where the training pipeline has built them locally (never committed),
-its held-out sets: the documentation split (`pairs/test.jsonl`) and every set in
-`pairs/heldout/`; a set not built is skipped with a note. Every set with left context is also
-scored without it ("(no context)"); those copies are never fitted on.
+its held-out sets: every set in `pairs/heldout/` (the docs hold-out among them); a set not
+built is skipped with a note. Every set with left context is also scored without it
+("(no context)"); those copies are never fitted on.
 
 Systems: dictionary (lattice N-best), model (beam search alone), fused-rerank (one score over
 lattice cost, model NLL and learning: karukan_engine.conversion.ranking), fused-verify
@@ -67,23 +67,20 @@ def pair_items(path: Path) -> list[EvalItem]:
 
 
 def work_sets(limit: int, docs: bool = True) -> dict[str, list[EvalItem]]:
-    """The training pipeline's held-out sets, when built here (never committed): the docs
-    hold-out and every set `python -m karukan_engine.training devsets` writes (the annotated
-    Wikipedia splits, chat, the white paper, Wikinews, laws ...)."""
+    """The training pipeline's held-out sets, when built here (never committed): every set
+    `python -m karukan_engine.training devsets` writes (the docs hold-out first, then the
+    annotated Wikipedia splits, chat, the white paper, Wikinews, laws ...)."""
     from karukan_engine.training.paths import work_dir
 
     paths = {path.stem: path for path in sorted((work_dir() / "pairs" / "heldout").glob("*.jsonl"))}
     if not paths:
         print("note: no held-out sets (the training pipeline has not built pairs/heldout/ here)")
-    if docs:
-        paths = {DOCS_SET: work_dir() / "pairs" / "test.jsonl", **paths}
-    sets = {}
-    for name, path in paths.items():
-        if path.is_file():
-            sets[name] = sample(pair_items(path), limit)
-        else:
-            print(f"note: {name} skipped (the training pipeline has not built it here)")
-    return sets
+    docs_path = paths.pop(DOCS_SET, None)
+    if docs and docs_path is None:
+        print(f"note: {DOCS_SET} skipped (the devsets stage has not built it here)")
+    if docs and docs_path is not None:
+        paths = {DOCS_SET: docs_path, **paths}
+    return {name: sample(pair_items(path), limit) for name, path in paths.items()}
 
 
 def with_no_context(sets: dict[str, list[EvalItem]]) -> dict[str, list[EvalItem]]:

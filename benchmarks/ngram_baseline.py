@@ -20,9 +20,8 @@ at most --max-chars characters in all (each source cut to the same share when th
 Text is NFKC-normalised; every sentence starts (and ends) with a boundary symbol, so the start of
 a text is a context of its own.
 
-Dev sets: the three in karukan_engine/data/eval/, the docs hold-out (pairs/test.jsonl), and the
-held-out Wikipedia test split and chat dialogues (pairs/heldout/wac_test.jsonl,
-pairs/heldout/chat_heldout.jsonl). Every set whose items carry a left context is also reported
+Dev sets: the three in karukan_engine/data/eval/ and every held-out set the devsets stage wrote
+(pairs/heldout/: the docs hold-out, the Wikipedia test split, chat dialogues ...). Every set whose items carry a left context is also reported
 without it ("... (no context)": the same items, context dropped for the lattice and the LM).
 
 The model is karukan_engine/lm/char_ngram.py's with its stupid smoothing, counted exactly (no

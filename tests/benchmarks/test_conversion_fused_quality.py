@@ -110,6 +110,24 @@ def test_the_changed_rows_are_the_paired_wins_and_losses(rows):
         assert row["dictionary"] == row["gold"] != row["system"]
 
 
+def test_held_out_sets_come_from_the_devsets_stage_with_the_docs_first(tmp_path, monkeypatch, capsys):
+    heldout = tmp_path / "pairs" / "heldout"
+    heldout.mkdir(parents=True)
+    for name, surface in (("chat_heldout", "元気です"), ("docs_heldout", "設定を開きます")):
+        row = {"context": "", "reading": "ゲンキデス" if name == "chat_heldout" else "セッテイヲヒラキマス",
+               "surface": surface}
+        (heldout / f"{name}.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    monkeypatch.setenv("KARUKAN_WORK_DIR", str(tmp_path))
+    sets = fq.work_sets(10)
+    assert list(sets) == ["docs_heldout", "chat_heldout"]
+    assert sets["docs_heldout"][0] == EvalItem("せっていをひらきます", ("設定を開きます",), "")
+    assert list(fq.work_sets(10, docs=False)) == ["chat_heldout"]
+    (heldout / "docs_heldout.jsonl").unlink()
+    capsys.readouterr()
+    assert list(fq.work_sets(10)) == ["chat_heldout"]
+    assert "docs_heldout skipped" in capsys.readouterr().out
+
+
 def test_weights_from_the_command_line():
     w = fq.parse_weights("lattice=2,margin=0.5,keep_base_order=true,confident_nll=none")
     assert (w.lattice, w.margin, w.keep_base_order, w.confident_nll, w.learning) == (2.0, 0.5, True, None, 1.0)
