@@ -21,8 +21,9 @@ Text is NFKC-normalised; every sentence starts (and ends) with a boundary symbol
 a text is a context of its own.
 
 Dev sets: the three in karukan_engine/data/eval/ and every held-out set the devsets stage wrote
-(pairs/heldout/: the docs hold-out, the Wikipedia test split, chat dialogues ...). Every set whose items carry a left context is also reported
-without it ("... (no context)": the same items, context dropped for the lattice and the LM).
+(pairs/heldout/: the docs hold-out, the Wikipedia test split, chat dialogues ...). Every set
+whose items carry a left context is also reported without it ("... (no context)": the same
+items, context dropped for the lattice and the LM).
 
 The model is karukan_engine/lm/char_ngram.py's with its stupid smoothing, counted exactly (no
 pruning) for this baseline; what ships beside the bundled model is smoothed with Kneser-Ney.

@@ -113,9 +113,9 @@ def test_the_changed_rows_are_the_paired_wins_and_losses(rows):
 def test_held_out_sets_come_from_the_devsets_stage_with_the_docs_first(tmp_path, monkeypatch, capsys):
     heldout = tmp_path / "pairs" / "heldout"
     heldout.mkdir(parents=True)
-    for name, surface in (("chat_heldout", "元気です"), ("docs_heldout", "設定を開きます")):
-        row = {"context": "", "reading": "ゲンキデス" if name == "chat_heldout" else "セッテイヲヒラキマス",
-               "surface": surface}
+    for name, reading, surface in (("chat_heldout", "ゲンキデス", "元気です"),
+                                   ("docs_heldout", "セッテイヲヒラキマス", "設定を開きます")):
+        row = {"context": "", "reading": reading, "surface": surface}
         (heldout / f"{name}.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
     monkeypatch.setenv("KARUKAN_WORK_DIR", str(tmp_path))
     sets = fq.work_sets(10)
