@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.lattice_lm_fit import dev_sets, fixed_broken, write_report  # noqa: E402
+from tools.lattice_lm_fit import NO_CONTEXT, dev_sets, fixed_broken, write_report  # noqa: E402
 
 from karukan_engine.core.types import ConversionRequest  # noqa: E402
 from karukan_engine.dictionary.system import SystemDictionary  # noqa: E402
@@ -36,7 +36,6 @@ from karukan_engine.lattice.word_lm import LoadedWordScorer, WordLmWeights  # no
 from karukan_engine.lm.bundled import LoadedNgram, shared_ngram  # noqa: E402
 
 PARTS = ("corpus-nouns", "topics", "lone-word")
-NO_CONTEXT = " (no context)"
 
 
 def converters(without: set[str], nouns: Path) -> tuple[LatticeConverter, LatticeConverter, LatticeConverter]:

@@ -46,6 +46,7 @@ EVAL_DIR = ROOT / "karukan_engine" / "data" / "eval"
 TRIGRAM_GRID = (0.0, 0.5, 1.0)
 GRID = (0.0, 100.0, 150.0, 200.0, 250.0, 300.0, 400.0, 500.0, 650.0, 800.0, 1000.0, 1300.0, 1600.0)
 MAX_LOSS = 0.01   # a fitted weight may cost no fit set more than this share of its rows
+NO_CONTEXT = " (no context)"   # the name of a set's copy without its left context
 
 
 def dev_sets(limit: int) -> dict[str, list[EvalItem]]:
@@ -60,7 +61,7 @@ def dev_sets(limit: int) -> dict[str, list[EvalItem]]:
         step = max(1, len(items) // max(1, limit))
         out[name] = items[::step][:limit]
         if any(it.context for it in out[name]):
-            out[name + " (no context)"] = [replace(it, context="") for it in out[name]]
+            out[name + NO_CONTEXT] = [replace(it, context="") for it in out[name]]
     return out
 
 
